@@ -1,0 +1,34 @@
+//! Shared admission logic of the tenancy-policies bundle.
+//!
+//! Data flows one way: the admission request is read into typed views ([`request`],
+//! [`pod`]), core checks record [`verdict::Violation`]s with their paths, and the
+//! [`verdict::Verdict`] becomes the policy's answer. A policy crate implements
+//! [`policy::Policy`] and exports it with [`export_policy!`].
+
+pub mod class;
+pub mod cluster;
+pub mod error;
+pub mod image;
+pub mod json;
+pub mod matcher;
+pub mod path;
+pub mod pod;
+pub mod policy;
+pub mod principal;
+pub mod quantity;
+pub mod request;
+pub mod restriction;
+pub mod selector;
+pub mod settings;
+pub mod toleration;
+pub mod verdict;
+
+pub use error::{PolicyError, SettingsError};
+pub use path::FieldPath;
+pub use verdict::{Mode, Verdict, Violation};
+
+/// Re-exports the guest-side registration used by [`export_policy!`].
+pub mod guest {
+    pub use kubewarden_policy_sdk::protocol_version_guest;
+    pub use wapc_guest::register_function;
+}

@@ -1,0 +1,239 @@
+//! The admission request as the policy sees it: a typed envelope with the objects kept as
+//! generic JSON (SPEC 2.1).
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::PolicyError;
+use crate::json::At;
+use crate::path::FieldPath;
+
+/// The operation of an admission request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum Operation {
+    /// `CREATE`
+    #[serde(rename = "CREATE")]
+    Create,
+    /// `UPDATE`
+    #[serde(rename = "UPDATE")]
+    Update,
+    /// `DELETE`
+    #[serde(rename = "DELETE")]
+    Delete,
+    /// `CONNECT`
+    #[serde(rename = "CONNECT")]
+    Connect,
+}
+
+/// Group, version and kind (or resource) of the request.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct GroupVersionKind {
+    /// API group (`""` for core).
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Kind (`kind`) or plural resource (`resource`).
+    #[serde(alias = "resource")]
+    pub kind: String,
+}
+
+impl GroupVersionKind {
+    /// `group/version`, or `version` for the core group.
+    pub fn group_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+/// The requesting user.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct UserInfo {
+    /// Username (`system:serviceaccount:<ns>:<name>` for service accounts).
+    pub username: String,
+    /// Groups the user belongs to.
+    pub groups: BTreeSet<String>,
+}
+
+impl UserInfo {
+    /// The namespace and name when the user is a service account.
+    pub fn service_account(&self) -> Option<(&str, &str)> {
+        let rest = self.username.strip_prefix("system:serviceaccount:")?;
+        let (ns, name) = rest.split_once(':')?;
+        if ns.is_empty() || name.is_empty() || name.contains(':') {
+            return None;
+        }
+        Some((ns, name))
+    }
+
+    /// How messages name the requester: `user "bob"` or `service account "ns:sa"`.
+    pub fn describe(&self) -> String {
+        match self.service_account() {
+            Some((ns, name)) => format!("service account \"{ns}:{name}\""),
+            None => format!("user {:?}", self.username),
+        }
+    }
+}
+
+/// An admission/v1 AdmissionRequest (the fields policies read).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionRequest {
+    /// Request UID.
+    #[serde(default)]
+    pub uid: String,
+    /// Kind of the object.
+    pub kind: GroupVersionKind,
+    /// Resource of the object.
+    #[serde(default)]
+    pub resource: GroupVersionKind,
+    /// Subresource (`ephemeralcontainers`, `status`, ...), empty when none.
+    #[serde(default)]
+    pub sub_resource: Option<String>,
+    /// Object name (may be empty on CREATE with generateName).
+    #[serde(default)]
+    pub name: String,
+    /// Request namespace.
+    #[serde(default)]
+    pub namespace: String,
+    /// The operation.
+    pub operation: Operation,
+    /// The requester (absent in audit-scanner requests).
+    #[serde(default)]
+    pub user_info: UserInfo,
+    /// The new object (`null` on DELETE).
+    #[serde(default)]
+    pub object: Value,
+    /// The old object (UPDATE, DELETE).
+    #[serde(default)]
+    pub old_object: Value,
+    /// Whether this is a dry run (judged as a real request).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+impl AdmissionRequest {
+    /// The object, which must be a JSON object (400 otherwise).
+    pub fn object(&self) -> Result<At<'_>, PolicyError> {
+        require_object(&self.object, "object")
+    }
+
+    /// The old object, which must be a JSON object (400 otherwise).
+    pub fn old_object(&self) -> Result<At<'_>, PolicyError> {
+        require_object(&self.old_object, "oldObject")
+    }
+
+    /// The namespace of the object: `metadata.namespace`, else the request namespace (SPEC 2.1.5).
+    pub fn object_namespace(&self) -> String {
+        self.object
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(&self.namespace)
+            .to_owned()
+    }
+
+    /// Whether the request targets subresource `name`.
+    pub fn is_subresource(&self, name: &str) -> bool {
+        self.sub_resource.as_deref() == Some(name)
+    }
+}
+
+fn require_object<'a>(value: &'a Value, field: &str) -> Result<At<'a>, PolicyError> {
+    match value {
+        Value::Object(_) => Ok(At::new(value, FieldPath::empty())),
+        Value::Null => Err(PolicyError::malformed(
+            &FieldPath::root("request").field(field),
+            "missing",
+        )),
+        _ => Err(PolicyError::malformed(
+            &FieldPath::root("request").field(field),
+            "expected an object",
+        )),
+    }
+}
+
+/// The `validate` payload: the request and the raw settings.
+#[derive(Debug, Deserialize)]
+pub struct ValidatePayload {
+    /// The admission request.
+    pub request: AdmissionRequest,
+    /// The settings as sent by the host.
+    #[serde(default)]
+    pub settings: Value,
+}
+
+impl ValidatePayload {
+    /// Decodes a `validate` payload; an undecodable request is a 400 naming the field.
+    pub fn decode(payload: &[u8]) -> Result<Self, PolicyError> {
+        let de = &mut serde_json::Deserializer::from_slice(payload);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            PolicyError::malformed(&FieldPath::dotted(&path), e.into_inner().to_string())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn payload(request: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({"request": request, "settings": {}})).unwrap()
+    }
+
+    #[test]
+    fn decodes_minimal_request() {
+        let p = ValidatePayload::decode(&payload(json!({
+            "uid": "1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "operation": "CREATE", "namespace": "ns",
+            "userInfo": {"username": "system:serviceaccount:kube-system:job-controller", "groups": ["a"]},
+            "object": {"metadata": {"name": "p"}}
+        })))
+        .unwrap();
+        assert_eq!(p.request.kind.kind, "Pod");
+        assert_eq!(p.request.resource.kind, "pods");
+        assert_eq!(p.request.operation, Operation::Create);
+        assert_eq!(
+            p.request.user_info.service_account(),
+            Some(("kube-system", "job-controller"))
+        );
+        assert_eq!(p.request.object_namespace(), "ns");
+    }
+
+    #[test]
+    fn undecodable_request_names_field() {
+        let err = ValidatePayload::decode(&payload(json!({
+            "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "PATCH"
+        })))
+        .unwrap_err();
+        assert_eq!(err.code(), 400);
+        assert!(err.to_string().starts_with("request.operation:"), "{err}");
+    }
+
+    #[test]
+    fn missing_object_is_malformed() {
+        let p = ValidatePayload::decode(&payload(json!({
+            "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE"
+        })))
+        .unwrap();
+        assert_eq!(p.request.object().unwrap_err().to_string(), "request.object: missing");
+    }
+
+    #[test]
+    fn describes_requesters() {
+        let u = UserInfo { username: "bob".into(), groups: BTreeSet::new() };
+        assert_eq!(u.describe(), "user \"bob\"");
+        let u = UserInfo { username: "system:serviceaccount:a:b".into(), groups: BTreeSet::new() };
+        assert_eq!(u.describe(), "service account \"a:b\"");
+    }
+}

@@ -1,0 +1,233 @@
+//! Kubernetes label selectors: `matchLabels` plus `matchExpressions`, ANDed (SPEC 2.4).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::error::SettingsError;
+
+/// A label selector as written in settings.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LabelSelectorSettings {
+    /// Labels that must be present with these values.
+    #[serde(default)]
+    pub match_labels: Option<BTreeMap<String, String>>,
+    /// Set-based requirements.
+    #[serde(default)]
+    pub match_expressions: Option<Vec<RequirementSettings>>,
+}
+
+/// One `matchExpressions` entry as written in settings.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RequirementSettings {
+    /// Label key.
+    pub key: String,
+    /// `In`, `NotIn`, `Exists`, `DoesNotExist`.
+    pub operator: String,
+    /// Values for `In`/`NotIn`.
+    #[serde(default)]
+    pub values: Option<Vec<String>>,
+}
+
+/// A validated, non-empty label selector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabelSelector {
+    match_labels: BTreeMap<String, String>,
+    requirements: Vec<Requirement>,
+}
+
+/// A validated set-based requirement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Requirement {
+    /// Key present with one of the values.
+    In(String, Vec<String>),
+    /// Key absent, or present with none of the values.
+    NotIn(String, Vec<String>),
+    /// Key present.
+    Exists(String),
+    /// Key absent.
+    DoesNotExist(String),
+}
+
+impl LabelSelector {
+    /// Validates a selector. An empty selector (`{}`) is refused as ambiguous (SPEC 2.4).
+    pub fn build(raw: &LabelSelectorSettings) -> Result<Self, SettingsError> {
+        let match_labels = raw.match_labels.clone().unwrap_or_default();
+        for k in match_labels.keys() {
+            if k.is_empty() {
+                return Err(SettingsError::new("matchLabels", "label keys must not be empty"));
+            }
+        }
+        let mut requirements = Vec::new();
+        for (i, r) in raw.match_expressions.iter().flatten().enumerate() {
+            let path = format!("matchExpressions[{i}]");
+            if r.key.is_empty() {
+                return Err(SettingsError::new(format!("{path}.key"), "must not be empty"));
+            }
+            let values = r.values.clone().unwrap_or_default();
+            let req = match r.operator.as_str() {
+                "In" | "NotIn" => {
+                    if values.is_empty() {
+                        return Err(SettingsError::new(
+                            format!("{path}.values"),
+                            format!("operator {} needs at least one value", r.operator),
+                        ));
+                    }
+                    if r.operator == "In" {
+                        Requirement::In(r.key.clone(), values)
+                    } else {
+                        Requirement::NotIn(r.key.clone(), values)
+                    }
+                }
+                "Exists" | "DoesNotExist" => {
+                    if !values.is_empty() {
+                        return Err(SettingsError::new(
+                            format!("{path}.values"),
+                            format!("operator {} takes no values", r.operator),
+                        ));
+                    }
+                    if r.operator == "Exists" {
+                        Requirement::Exists(r.key.clone())
+                    } else {
+                        Requirement::DoesNotExist(r.key.clone())
+                    }
+                }
+                other => {
+                    return Err(SettingsError::new(
+                        format!("{path}.operator"),
+                        format!("{other:?} is not one of In, NotIn, Exists, DoesNotExist"),
+                    ));
+                }
+            };
+            requirements.push(req);
+        }
+        if match_labels.is_empty() && requirements.is_empty() {
+            return Err(SettingsError::new(
+                "",
+                "an empty selector is ambiguous (it would select everything); omit the restriction instead",
+            ));
+        }
+        Ok(LabelSelector {
+            match_labels,
+            requirements,
+        })
+    }
+
+    /// Whether the labels satisfy every requirement (Kubernetes semantics: `NotIn` and
+    /// `DoesNotExist` match objects lacking the key).
+    pub fn matches<'a, L>(&self, labels: L) -> bool
+    where
+        L: Fn(&str) -> Option<&'a str>,
+    {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels(k) == Some(v.as_str()))
+            && self.requirements.iter().all(|r| match r {
+                Requirement::In(k, vs) => labels(k).is_some_and(|v| vs.iter().any(|x| x == v)),
+                Requirement::NotIn(k, vs) => labels(k).is_none_or(|v| !vs.iter().any(|x| x == v)),
+                Requirement::Exists(k) => labels(k).is_some(),
+                Requirement::DoesNotExist(k) => labels(k).is_none(),
+            })
+    }
+
+    /// Whether the labels of a Kubernetes object (`metadata.labels`) satisfy the selector.
+    pub fn matches_object(&self, object: &serde_json::Value) -> bool {
+        let labels = object.get("metadata").and_then(|m| m.get("labels"));
+        self.matches(|k| labels.and_then(|l| l.get(k)).and_then(serde_json::Value::as_str))
+    }
+
+    /// The selector in Kubernetes' string syntax (`a=b,c in (x,y),!d`), for list lookups and
+    /// messages.
+    pub fn to_query(&self) -> String {
+        let mut parts: Vec<String> = self
+            .match_labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        for r in &self.requirements {
+            parts.push(match r {
+                Requirement::In(k, vs) => format!("{k} in ({})", vs.join(",")),
+                Requirement::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
+                Requirement::Exists(k) => k.clone(),
+                Requirement::DoesNotExist(k) => format!("!{k}"),
+            });
+        }
+        parts.join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn build(v: serde_json::Value) -> Result<LabelSelector, SettingsError> {
+        let raw: LabelSelectorSettings = serde_json::from_value(v).unwrap();
+        LabelSelector::build(&raw)
+    }
+
+    #[test]
+    fn empty_selector_refused() {
+        assert!(build(json!({})).is_err());
+        assert!(build(json!({"matchLabels": {}, "matchExpressions": []})).is_err());
+    }
+
+    #[test]
+    fn invalid_requirements_refused() {
+        let e = build(json!({"matchExpressions": [{"key": "a", "operator": "In"}]})).unwrap_err();
+        assert_eq!(e.path, "matchExpressions[0].values");
+        let e = build(json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}))
+            .unwrap_err();
+        assert_eq!(e.path, "matchExpressions[0].values");
+        let e = build(json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}))
+            .unwrap_err();
+        assert_eq!(e.path, "matchExpressions[0].operator");
+    }
+
+    #[test]
+    fn kubernetes_semantics() {
+        let s = build(json!({
+            "matchLabels": {"tier": "gold"},
+            "matchExpressions": [
+                {"key": "env", "operator": "NotIn", "values": ["dev"]},
+                {"key": "legacy", "operator": "DoesNotExist"}
+            ]
+        }))
+        .unwrap();
+        assert!(s.matches_object(&json!({"metadata": {"labels": {"tier": "gold"}}})));
+        assert!(s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "env": "prod"}}})));
+        assert!(!s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "env": "dev"}}})));
+        assert!(!s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "legacy": ""}}})));
+        assert!(!s.matches_object(&json!({"metadata": {}})));
+        assert_eq!(s.to_query(), "tier=gold,env notin (dev),!legacy");
+    }
+
+    proptest! {
+        #[test]
+        fn in_and_notin_are_complements_when_key_present(
+            v in "[a-c]", vals in proptest::collection::vec("[a-c]", 1..3)
+        ) {
+            let mk = |op: &str| build(json!({"matchExpressions": [{"key": "k", "operator": op, "values": vals.clone()}]})).unwrap();
+            let obj = json!({"metadata": {"labels": {"k": v}}});
+            prop_assert_ne!(mk("In").matches_object(&obj), mk("NotIn").matches_object(&obj));
+        }
+
+        #[test]
+        fn exists_and_does_not_exist_are_complements(has in any::<bool>()) {
+            let obj = if has { json!({"metadata": {"labels": {"k": "x"}}}) } else { json!({"metadata": {}}) };
+            let e = build(json!({"matchExpressions": [{"key": "k", "operator": "Exists"}]})).unwrap();
+            let d = build(json!({"matchExpressions": [{"key": "k", "operator": "DoesNotExist"}]})).unwrap();
+            prop_assert_ne!(e.matches_object(&obj), d.matches_object(&obj));
+        }
+
+        #[test]
+        fn match_labels_requires_all(a in "[xy]", b in "[xy]") {
+            let s = build(json!({"matchLabels": {"a": "x", "b": "y"}})).unwrap();
+            let obj = json!({"metadata": {"labels": {"a": a, "b": b}}});
+            prop_assert_eq!(s.matches_object(&obj), a == "x" && b == "y");
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! testdrive — a local Kubewarden host for waPC policies.
+//!
+//! It behaves like Kubewarden's policy-evaluator (and `kwctl run`): it
+//! loads a policy `.wasm` (plain or annotated), calls `protocol_version`,
+//! `validate_settings` and `validate` on a fresh instance per evaluation,
+//! answers the `kubewarden/kubernetes/*` host callbacks from fixtures (a
+//! kwctl replay session or a list of objects), refuses reads outside the
+//! metadata's `contextAwareResources`, and turns a `mutated_object` into
+//! the JSON Patch the API server would receive.
+//!
+//! ```no_run
+//! use serde_json::json;
+//! use testdrive::{Host, Metadata, ReplaySession, shared};
+//!
+//! let wasm = std::fs::read("target/wasm32-wasip1/release/pod_toleration_policy.wasm")?;
+//! let metadata = Metadata::from_file("policies/pod-toleration-policy/metadata.yml".as_ref())?;
+//! let host = Host::load(&wasm, Some(metadata))?;
+//! let request = testdrive::request::load_request("test_data/requests/pod.json".as_ref())?;
+//! let session = shared(ReplaySession::from_file("test_data/sessions/ns.yml".as_ref())?);
+//! let eval = host.validate(&request, &json!({}), session.clone())?;
+//! println!("{}", serde_json::to_string_pretty(&eval.response)?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The CLI (`testdrive run|check|bench|annotate|record`) is a thin layer
+//! over this library.
+
+#![deny(missing_docs)]
+
+pub mod bench;
+pub mod callbacks;
+pub mod cases;
+pub mod cluster;
+pub mod error;
+pub mod host;
+pub mod metadata;
+pub mod replay;
+pub mod request;
+pub mod selector;
+pub mod wasm;
+
+pub use callbacks::{Callbacks, KubernetesRequest, NoCluster, Recorder, SharedCallbacks, shared};
+pub use cluster::ClusterObjects;
+pub use error::{Error, Result};
+pub use host::{AdmissionResponse, Evaluation, Host, Instance, SettingsValidation};
+pub use metadata::Metadata;
+pub use replay::ReplaySession;
+pub use selector::{FieldSelector, LabelSelector};

@@ -1,0 +1,125 @@
+//! Admission requests: loading (bare or wrapped in an AdmissionReview),
+//! overriding with a JSON merge patch.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result, read_text};
+
+/// Extracts the AdmissionRequest from a document that is either the
+/// request itself or an `AdmissionReview` wrapping it.
+///
+/// ```
+/// use serde_json::json;
+/// let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+///                     "request": {"uid": "1", "operation": "CREATE"}});
+/// let req = testdrive::request::unwrap_review(review, "inline").unwrap();
+/// assert_eq!(req["uid"], "1");
+/// ```
+pub fn unwrap_review(document: Value, origin: &str) -> Result<Value> {
+    let Value::Object(mut map) = document else {
+        return Err(Error::parse(
+            origin,
+            "an AdmissionRequest or AdmissionReview must be a JSON object",
+        ));
+    };
+    let is_review = map.get("kind").and_then(Value::as_str) == Some("AdmissionReview")
+        || (map.get("request").is_some_and(Value::is_object) && !map.contains_key("operation"));
+    if is_review {
+        match map.remove("request") {
+            Some(request @ Value::Object(_)) => Ok(request),
+            _ => Err(Error::parse(
+                origin,
+                "AdmissionReview without a `request` object",
+            )),
+        }
+    } else {
+        Ok(Value::Object(map))
+    }
+}
+
+/// Parses request text (JSON, or YAML for `.yaml`/`.yml` origins).
+pub fn parse_request(text: &str, origin: &str) -> Result<Value> {
+    let document: Value = if origin.ends_with(".yaml") || origin.ends_with(".yml") {
+        serde_yaml::from_str(text).map_err(|e| Error::parse(origin, e))?
+    } else {
+        serde_json::from_str(text).map_err(|e| Error::parse(origin, e))?
+    };
+    unwrap_review(document, origin)
+}
+
+/// Reads an AdmissionRequest (bare or as an AdmissionReview) from a file.
+pub fn load_request(path: &Path) -> Result<Value> {
+    parse_request(&read_text(path)?, &path.display().to_string())
+}
+
+/// Applies an RFC 7386 JSON merge patch (`null` deletes a field, objects
+/// merge recursively, anything else replaces).
+///
+/// ```
+/// use serde_json::json;
+/// let mut req = json!({"operation": "CREATE", "userInfo": {"username": "a", "groups": ["x"]}});
+/// testdrive::request::merge_patch(&mut req, &json!({"operation": "UPDATE", "userInfo": {"groups": null}}));
+/// assert_eq!(req, json!({"operation": "UPDATE", "userInfo": {"username": "a"}}));
+/// ```
+pub fn merge_patch(document: &mut Value, patch: &Value) {
+    json_patch::merge(document, patch);
+}
+
+/// The `validate` payload the host sends to the guest.
+pub fn validate_payload(request: &Value, settings: &Value) -> Value {
+    serde_json::json!({ "request": request, "settings": settings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bare_and_review_load_the_same() {
+        let bare = json!({"uid": "u", "operation": "CREATE", "object": {"kind": "Pod"}});
+        let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": bare.clone()});
+        assert_eq!(unwrap_review(bare.clone(), "t").unwrap(), bare);
+        assert_eq!(unwrap_review(review, "t").unwrap(), bare);
+        // kind-less review
+        let review = json!({"request": bare.clone()});
+        assert_eq!(unwrap_review(review, "t").unwrap(), bare);
+        assert!(unwrap_review(json!([1]), "t").is_err());
+        assert!(unwrap_review(json!({"kind": "AdmissionReview"}), "t").is_err());
+    }
+
+    #[test]
+    fn parses_json_and_yaml_files() {
+        let dir = std::env::temp_dir().join(format!("testdrive-req-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let j = dir.join("r.json");
+        std::fs::write(&j, r#"{"kind":"AdmissionReview","request":{"uid":"1","operation":"DELETE"}}"#).unwrap();
+        assert_eq!(load_request(&j).unwrap()["operation"], "DELETE");
+        let y = dir.join("r.yaml");
+        std::fs::write(&y, "uid: '2'\noperation: CREATE\n").unwrap();
+        assert_eq!(load_request(&y).unwrap()["uid"], "2");
+        assert!(load_request(&dir.join("missing.json")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn merge_patch_overrides() {
+        let mut req = json!({
+            "operation": "CREATE",
+            "userInfo": {"username": "alice", "groups": ["a"]},
+            "object": {"spec": {"tolerations": [{"key": "x"}], "nodeName": "n"}}
+        });
+        merge_patch(&mut req, &json!({
+            "operation": "UPDATE",
+            "userInfo": {"username": "bob", "groups": ["tenantA-users"]},
+            "object": {"spec": {"nodeName": null}}
+        }));
+        assert_eq!(req, json!({
+            "operation": "UPDATE",
+            "userInfo": {"username": "bob", "groups": ["tenantA-users"]},
+            "object": {"spec": {"tolerations": [{"key": "x"}]}}
+        }));
+    }
+}

@@ -1,0 +1,148 @@
+//! pod-toleration-policy: only listed principals may tolerate a protected node taint with
+//! `Equal`; an `Exists` toleration of it is refused for everyone (SPEC 3.1).
+
+pub mod settings;
+
+use policy_core::cluster::Lookups;
+use policy_core::pod::{PodKind, PodView, pod_spec_changed};
+use policy_core::policy::{Policy, unsupported_kind};
+use policy_core::principal::has_controller_owner;
+use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::toleration::{Operator, Toleration};
+use policy_core::{PolicyError, SettingsError, Verdict};
+use serde_json::Value;
+
+pub use settings::Settings;
+
+/// The policy.
+pub struct PodTolerationPolicy;
+
+impl Policy for PodTolerationPolicy {
+    const NAME: &'static str = "pod-toleration-policy";
+    type Settings = Settings;
+
+    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+        Settings::parse(raw)
+    }
+
+    fn validate(
+        request: &AdmissionRequest,
+        settings: &Settings,
+        _lookups: &mut Lookups<'_>,
+    ) -> Result<Verdict, PolicyError> {
+        let Some(kind) = PodKind::of_request(request) else {
+            return Err(unsupported_kind(Self::NAME, request));
+        };
+        if !matches!(request.operation, Operation::Create | Operation::Update) {
+            return Ok(Verdict::accept());
+        }
+        let object = request.object()?;
+        let requester = &request.user_info;
+        let trusted = settings.trusted_controllers.matches(requester);
+        // Rule 1: a controller-owned object written by a trusted controller was judged
+        // through its owner.
+        if trusted && has_controller_owner(object.value) {
+            return Ok(Verdict::accept());
+        }
+        // Rule 2: an UPDATE that leaves the pod spec / template alone is not re-judged.
+        if request.operation == Operation::Update {
+            let old = request.old_object()?;
+            if !pod_spec_changed(old.value, object.value, kind) {
+                return Ok(Verdict::accept());
+            }
+        }
+        let Some(pod) = PodView::read(object.value, kind)? else {
+            return Ok(Verdict::accept());
+        };
+        let mut verdict = Verdict::accept();
+        for toleration in Toleration::read_all(&pod.spec)? {
+            for protected in &settings.protected_taints {
+                if !toleration.covers(&protected.taint) {
+                    continue;
+                }
+                match toleration.operator {
+                    Operator::Exists => verdict.violation(
+                        &toleration.path,
+                        format!(
+                            "operator \"Exists\" tolerates protected taint {}; nobody may use Exists on a protected taint",
+                            protected.taint
+                        ),
+                    ),
+                    Operator::Equal if toleration.value == protected.taint.value => {
+                        // A trusted controller never counts as requester for grants (SPEC 2.6).
+                        if trusted || !protected.allowed.matches(requester) {
+                            verdict.violation(
+                                &toleration.path,
+                                format!(
+                                    "{} may not tolerate protected taint {}; allowed: {}",
+                                    requester.describe(),
+                                    protected.taint,
+                                    protected.allowed.describe()
+                                ),
+                            );
+                        }
+                    }
+                    Operator::Equal => {}
+                }
+            }
+        }
+        Ok(verdict)
+    }
+}
+
+policy_core::export_policy!(PodTolerationPolicy);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy_core::cluster::Objects;
+    use policy_core::policy::{ValidationResponse, evaluate};
+    use serde_json::json;
+
+    fn run(object: Value, user: &str, groups: &[&str]) -> ValidationResponse {
+        let payload = json!({
+            "request": {
+                "uid": "1",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "operation": "CREATE",
+                "userInfo": {"username": user, "groups": groups},
+                "object": object
+            },
+            "settings": {"protectedTaints": [{"key": "dedicated", "value": "tenantA", "effect": "NoSchedule", "allowedGroups": ["tenantA-users"]}]}
+        });
+        let bytes = serde_json::to_vec(&payload).unwrap();
+        evaluate::<PodTolerationPolicy>(&bytes, &mut Objects::default())
+    }
+
+    fn pod(tolerations: Value) -> Value {
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}], "tolerations": tolerations}})
+    }
+
+    #[test]
+    fn wiring_exists_rejected_and_equal_allowed_for_group() {
+        let r = run(pod(json!([{"key": "dedicated", "operator": "Exists"}])), "bob", &["tenantA-users"]);
+        assert!(!r.accepted);
+        assert_eq!(r.code, Some(403));
+        let r = run(pod(json!([{"key": "dedicated", "value": "tenantA"}])), "bob", &["tenantA-users"]);
+        assert!(r.accepted, "{:?}", r.message);
+    }
+
+    #[test]
+    fn all_violations_are_reported() {
+        let r = run(
+            pod(json!([{"operator": "Exists"}, {"key": "dedicated", "value": "tenantA"}])),
+            "bob",
+            &[],
+        );
+        let msg = r.message.unwrap();
+        assert!(msg.starts_with("spec.tolerations[0]: operator \"Exists\""), "{msg}");
+        assert!(msg.contains("; spec.tolerations[1]: user \"bob\" may not tolerate protected taint dedicated=tenantA:NoSchedule; allowed: groups [tenantA-users]"), "{msg}");
+    }
+
+    #[test]
+    fn malformed_pod_is_400() {
+        let r = run(json!({"metadata": {}}), "bob", &[]);
+        assert_eq!(r.code, Some(400));
+        assert_eq!(r.message.as_deref(), Some("spec: missing"));
+    }
+}

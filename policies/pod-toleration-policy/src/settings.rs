@@ -1,0 +1,176 @@
+//! Settings of pod-toleration-policy: protected taints and who may tolerate them, in the
+//! current form or the legacy Chimera form.
+
+use policy_core::SettingsError;
+use policy_core::principal::{Principals, PrincipalsSettings};
+use policy_core::settings::{decode, no_duplicates};
+use policy_core::toleration::Taint;
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSettings {
+    protected_taints: Option<Vec<RawProtectedTaint>>,
+    trusted_controllers: Option<PrincipalsSettings>,
+    // Legacy Chimera form.
+    taint: Option<RawLegacyTaint>,
+    #[serde(rename = "allowed_users")]
+    allowed_users: Option<Vec<String>>,
+    #[serde(rename = "allowed_groups")]
+    allowed_groups: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawProtectedTaint {
+    key: String,
+    #[serde(default)]
+    value: String,
+    effect: Option<String>,
+    #[serde(default)]
+    allowed_users: Vec<String>,
+    #[serde(default)]
+    allowed_groups: Vec<String>,
+    #[serde(default)]
+    allowed_service_accounts: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLegacyTaint {
+    key: String,
+    #[serde(default)]
+    value: String,
+}
+
+/// One protected taint and the principals allowed to tolerate it with `Equal`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProtectedTaint {
+    /// The taint (effect `None` = every effect).
+    pub taint: Taint,
+    /// Who may use an `Equal` toleration of it.
+    pub allowed: Principals,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// At least one protected taint, no duplicates.
+    pub protected_taints: Vec<ProtectedTaint>,
+    /// Controllers whose controller-owned objects are not re-judged.
+    pub trusted_controllers: Principals,
+}
+
+impl Settings {
+    /// Decodes and validates raw settings.
+    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+        let raw: RawSettings = decode(raw)?;
+        let legacy = raw.taint.is_some() || raw.allowed_users.is_some() || raw.allowed_groups.is_some();
+        let protected_taints = match (raw.protected_taints, legacy) {
+            (Some(_), true) => {
+                return Err(SettingsError::new(
+                    "taint",
+                    "the legacy form (taint, allowed_users, allowed_groups) cannot be mixed with protectedTaints",
+                ));
+            }
+            (Some(list), false) => {
+                if list.is_empty() {
+                    return Err(SettingsError::new(
+                        "protectedTaints",
+                        "at least one protected taint is required",
+                    ));
+                }
+                list.iter()
+                    .enumerate()
+                    .map(|(i, p)| protected_taint(p).map_err(|e| e.under(&format!("protectedTaints[{i}]"))))
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+            (None, true) => {
+                let Some(taint) = raw.taint else {
+                    return Err(SettingsError::new(
+                        "taint",
+                        "required when allowed_users or allowed_groups is given",
+                    ));
+                };
+                let taint = Taint::new(&taint.key, &taint.value, None).map_err(|e| e.under("taint"))?;
+                let allowed = Principals::from_parts(
+                    ["allowed_users", "allowed_groups", "allowed_service_accounts"],
+                    &raw.allowed_users.unwrap_or_default(),
+                    &raw.allowed_groups.unwrap_or_default(),
+                    &[],
+                )?;
+                vec![ProtectedTaint { taint, allowed }]
+            }
+            (None, false) => {
+                return Err(SettingsError::new(
+                    "protectedTaints",
+                    "at least one protected taint is required",
+                ));
+            }
+        };
+        let taints: Vec<&Taint> = protected_taints.iter().map(|p| &p.taint).collect();
+        no_duplicates("protectedTaints", &taints, |t| format!("for taint {t}"))?;
+        let trusted_controllers = match raw.trusted_controllers {
+            Some(t) => Principals::build(&t).map_err(|e| e.under("trustedControllers"))?,
+            None => Principals::default_trusted_controllers(),
+        };
+        Ok(Settings {
+            protected_taints,
+            trusted_controllers,
+        })
+    }
+}
+
+fn protected_taint(p: &RawProtectedTaint) -> Result<ProtectedTaint, SettingsError> {
+    let taint = Taint::new(&p.key, &p.value, p.effect.as_deref())?;
+    let allowed = Principals::from_parts(
+        ["allowedUsers", "allowedGroups", "allowedServiceAccounts"],
+        &p.allowed_users,
+        &p.allowed_groups,
+        &p.allowed_service_accounts,
+    )?;
+    Ok(ProtectedTaint { taint, allowed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[test]
+    fn legacy_form_is_one_taint_without_effect() {
+        let s = Settings::parse(&json!({"taint": {"key": "dedicated", "value": "tenantA"}, "allowed_groups": ["tenantA-users"]}))
+            .unwrap();
+        assert_eq!(s.protected_taints.len(), 1);
+        assert_eq!(s.protected_taints[0].taint.to_string(), "dedicated=tenantA");
+    }
+
+    #[rstest]
+    #[case(json!({}), "protectedTaints: at least one protected taint is required")]
+    #[case(json!({"protectedTaints": []}), "protectedTaints: at least one protected taint is required")]
+    #[case(json!({"protectedTaints": [{"key": "a", "value": "b"}], "taint": {"key": "a"}}), "taint: the legacy form")]
+    #[case(json!({"protectedTaints": [{"key": "", "value": "b"}]}), "protectedTaints[0].key: must not be empty")]
+    #[case(json!({"protectedTaints": [{"key": "a", "effect": "Never"}]}), "protectedTaints[0].effect: \"Never\" is not one of")]
+    #[case(json!({"protectedTaints": [{"key": "a", "value": "b"}, {"key": "a", "value": "b"}]}), "protectedTaints[1]: duplicate entry for taint a=b")]
+    #[case(json!({"protectedTaints": [{"key": "a", "allowedServiceAccounts": ["*:x"]}]}), "protectedTaints[0].allowedServiceAccounts[0]:")]
+    #[case(json!({"protectedTaints": [{"key": "a", "allowedUsers": [""]}]}), "protectedTaints[0].allowedUsers[0]: must not be empty")]
+    #[case(json!({"protectedTaints": [{"key": "a", "allowed": ["x"]}]}), "protectedTaints[0].allowed: unknown field `allowed`")]
+    #[case(json!({"allowed_users": ["joe"]}), "taint: required when allowed_users")]
+    #[case(json!({"taint": {"key": "", "value": "x"}}), "taint.key: must not be empty")]
+    #[case(json!({"protectedTaints": [{"key": "a"}], "trustedControllers": {"serviceAccounts": ["nope"]}}), "trustedControllers.serviceAccounts[0]:")]
+    fn refused(#[case] raw: Value, #[case] message: &str) {
+        let err = Settings::parse(&raw).unwrap_err().to_string();
+        assert!(err.starts_with(message), "{err}");
+    }
+
+    #[test]
+    fn same_key_value_with_different_effects_is_allowed() {
+        let s = Settings::parse(&json!({"protectedTaints": [
+            {"key": "a", "value": "b", "effect": "NoSchedule"},
+            {"key": "a", "value": "b", "effect": "NoExecute"}
+        ]}));
+        assert!(s.is_ok());
+    }
+}
