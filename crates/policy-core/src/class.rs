@@ -1,1 +1,540 @@
-//! (being written)
+//! Class allow-lists (SPEC 2.5): which PriorityClasses, RuntimeClasses, StorageClasses,
+//! GatewayClasses or DeviceClasses a tenant may name.
+//!
+//! A named class `v` is allowed when it is the tenant `default`, is listed in `allowed`,
+//! fully matches one of `allowedRegex`, or — only when a `selector` is configured — the
+//! class object fetched from the cluster carries matching labels. The class object is
+//! fetched lazily, only when the names did not decide.
+//!
+//! ```
+//! use policy_core::class::{ClassAllowList, ClassKind, ClassOutcome};
+//! use serde_json::json;
+//! let list = ClassAllowList::parse(&json!({"allowed": ["gold"], "allowedRegex": "silver-.*"}), true).unwrap();
+//! let kind = ClassKind::new("scheduling.k8s.io/v1", "PriorityClass");
+//! let never = || -> Result<Option<serde_json::Value>, policy_core::PolicyError> { unreachable!() };
+//! assert_eq!(list.judge_with(&kind, "silver-high", never).unwrap(), ClassOutcome::Allowed);
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::cluster::{GetRequest, Lookups, OnLookupError};
+use crate::error::{PolicyError, SettingsError};
+use crate::matcher::{OneOrMany, StringMatcher, regexes};
+use crate::path::FieldPath;
+use crate::selector::{LabelSelector, LabelSelectorSettings, RequirementSettings};
+use crate::settings::{decode, no_duplicates};
+use crate::verdict::Verdict;
+
+/// The settings keys of a class allow-list when it sits at the top level of a policy's
+/// settings (`matchLabels`/`matchExpressions` are the Capsule-style selector alias).
+pub const CLASS_KEYS: [&str; 6] = [
+    "allowed",
+    "allowedRegex",
+    "selector",
+    "matchLabels",
+    "matchExpressions",
+    "default",
+];
+
+/// Raw settings of a class allow-list, as written by the operator.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClassAllowListSettings {
+    /// Exact class names.
+    #[serde(default)]
+    pub allowed: Option<Vec<String>>,
+    /// Full-match regexes over the name (a string or a list).
+    #[serde(default)]
+    pub allowed_regex: Option<OneOrMany>,
+    /// Label selector over the class object's labels.
+    #[serde(default)]
+    pub selector: Option<LabelSelectorSettings>,
+    /// Capsule-style alias: `matchLabels` at the level of the block.
+    #[serde(default)]
+    pub match_labels: Option<BTreeMap<String, String>>,
+    /// Capsule-style alias: `matchExpressions` at the level of the block.
+    #[serde(default)]
+    pub match_expressions: Option<Vec<RequirementSettings>>,
+    /// The class written when none is chosen; always allowed.
+    #[serde(default)]
+    pub default: Option<String>,
+}
+
+/// The Kubernetes kind of a class and the API version it is fetched with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassKind {
+    /// `apiVersion` used for the lookup, e.g. `scheduling.k8s.io/v1`.
+    pub api_version: String,
+    /// Kind, e.g. `PriorityClass` (also used in messages).
+    pub kind: String,
+}
+
+impl ClassKind {
+    /// A class kind at an API version.
+    pub fn new(api_version: &str, kind: &str) -> Self {
+        ClassKind {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+        }
+    }
+
+    /// The `get_resource` request for class `name` (classes are cluster-scoped).
+    pub fn get(&self, name: &str) -> GetRequest {
+        GetRequest::cluster_scoped(&self.api_version, &self.kind, name)
+    }
+
+    /// Fetches class `name` (`None` when it does not exist).
+    pub fn fetch(
+        &self,
+        name: &str,
+        lookups: &mut Lookups<'_>,
+    ) -> Result<Option<Value>, PolicyError> {
+        Ok(lookups.get(&self.get(name))?.cloned())
+    }
+}
+
+/// A validated class allow-list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassAllowList {
+    names: StringMatcher,
+    selector: Option<LabelSelector>,
+    default: Option<String>,
+}
+
+/// The result of judging one named class.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClassOutcome {
+    /// The class may be used.
+    Allowed,
+    /// The class may not be used; the text is the violation's problem (without path).
+    Violation(String),
+}
+
+impl ClassAllowList {
+    /// Decodes and validates a class allow-list block (`allow_default: false` refuses the
+    /// `default` field, e.g. for DeviceClasses).
+    pub fn parse(raw: &Value, allow_default: bool) -> Result<Self, SettingsError> {
+        let raw: ClassAllowListSettings = decode(raw)?;
+        Self::build(&raw, allow_default)
+    }
+
+    /// Validates decoded settings: a block with none of the fields is refused, empty
+    /// selectors and invalid regexes are refused, `default` must not be empty.
+    pub fn build(raw: &ClassAllowListSettings, allow_default: bool) -> Result<Self, SettingsError> {
+        let alias = raw.match_labels.is_some() || raw.match_expressions.is_some();
+        if raw.allowed.is_none()
+            && raw.allowed_regex.is_none()
+            && raw.selector.is_none()
+            && !alias
+            && raw.default.is_none()
+        {
+            let fields = if allow_default {
+                "allowed, allowedRegex, selector or default"
+            } else {
+                "allowed, allowedRegex or selector"
+            };
+            return Err(SettingsError::new(
+                "",
+                format!(
+                    "the class allow-list needs at least one of {fields} (write `allowed: []` to forbid every explicit class)"
+                ),
+            ));
+        }
+        if alias && raw.selector.is_some() {
+            let key = if raw.match_labels.is_some() {
+                "matchLabels"
+            } else {
+                "matchExpressions"
+            };
+            return Err(SettingsError::new(
+                key,
+                "give the selector either as `selector` or as top-level matchLabels/matchExpressions, not both",
+            ));
+        }
+        let allowed = raw.allowed.clone().unwrap_or_default();
+        no_duplicates("allowed", &allowed, |s| format!("{s:?}"))?;
+        let patterns = raw.allowed_regex.clone().unwrap_or_default().into_vec();
+        let compiled = match &raw.allowed_regex {
+            Some(OneOrMany::One(_)) => regexes("allowedRegex", &patterns)
+                .map_err(|e| SettingsError::new("allowedRegex", e.problem))?,
+            _ => regexes("allowedRegex", &patterns)?,
+        };
+        let selector = match (&raw.selector, alias) {
+            (Some(s), _) => Some(LabelSelector::build(s).map_err(|e| e.under("selector"))?),
+            (None, true) => Some(LabelSelector::build(&LabelSelectorSettings {
+                match_labels: raw.match_labels.clone(),
+                match_expressions: raw.match_expressions.clone(),
+            })?),
+            (None, false) => None,
+        };
+        let default = match &raw.default {
+            None => None,
+            Some(_) if !allow_default => {
+                return Err(SettingsError::new(
+                    "default",
+                    "this class allow-list has no default (the policy never writes a class)",
+                ));
+            }
+            Some(d) if d.is_empty() => {
+                return Err(SettingsError::new("default", "must not be empty"));
+            }
+            Some(d) => Some(d.clone()),
+        };
+        Ok(ClassAllowList {
+            names: StringMatcher::new(allowed, compiled),
+            selector,
+            default,
+        })
+    }
+
+    /// Takes the class allow-list fields ([`CLASS_KEYS`]) out of a policy's top-level
+    /// settings: returns the list (`None` when none of the fields is present) and the
+    /// remaining settings, to be decoded strictly by the policy.
+    pub fn from_top_level(
+        raw: &Value,
+        allow_default: bool,
+    ) -> Result<(Option<Self>, Value), SettingsError> {
+        let Value::Object(map) = raw else {
+            return Ok((None, raw.clone()));
+        };
+        let mut class = Map::new();
+        let mut rest = Map::new();
+        for (k, v) in map {
+            if CLASS_KEYS.contains(&k.as_str()) {
+                class.insert(k.clone(), v.clone());
+            } else {
+                rest.insert(k.clone(), v.clone());
+            }
+        }
+        let list = if class.is_empty() {
+            None
+        } else {
+            Some(Self::parse(&Value::Object(class), allow_default)?)
+        };
+        Ok((list, Value::Object(rest)))
+    }
+
+    /// The tenant default class, if configured.
+    pub fn default(&self) -> Option<&str> {
+        self.default.as_deref()
+    }
+
+    /// Whether a selector is configured (only then is a class object ever fetched).
+    pub fn has_selector(&self) -> bool {
+        self.selector.is_some()
+    }
+
+    /// Whether `name` is allowed without looking at the class object: the default, an
+    /// exact name or a regex match.
+    pub fn allows_by_name(&self, name: &str) -> bool {
+        self.default.as_deref() == Some(name) || self.names.matches(name)
+    }
+
+    /// What is allowed, in settings order: `names [..], regexes [..], selector k=v,
+    /// default "d"`, or `none`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.names.names().is_empty() {
+            let names: Vec<String> = self
+                .names
+                .names()
+                .iter()
+                .map(|n| {
+                    if n.is_empty() {
+                        "\"\"".to_owned()
+                    } else {
+                        n.clone()
+                    }
+                })
+                .collect();
+            parts.push(format!("names [{}]", names.join(", ")));
+        }
+        if !self.names.regex_list().is_empty() {
+            let r: Vec<String> = self
+                .names
+                .regex_list()
+                .iter()
+                .map(|r| format!("{:?}", r.pattern()))
+                .collect();
+            parts.push(format!("regexes [{}]", r.join(", ")));
+        }
+        if let Some(s) = &self.selector {
+            parts.push(format!("selector {}", s.to_query()));
+        }
+        if let Some(d) = &self.default {
+            parts.push(format!("default {d:?}"));
+        }
+        if parts.is_empty() {
+            "none".to_owned()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// The violation text for a class that is not allowed.
+    pub fn not_allowed(&self, kind: &ClassKind, name: &str) -> String {
+        format!(
+            "{} {name:?} is not allowed; allowed: {}",
+            kind.kind,
+            self.describe()
+        )
+    }
+
+    /// Judges class `name`, fetching its object through `lookups` only when the names did
+    /// not decide and a selector is configured.
+    pub fn judge(
+        &self,
+        kind: &ClassKind,
+        name: &str,
+        lookups: &mut Lookups<'_>,
+    ) -> Result<ClassOutcome, PolicyError> {
+        self.judge_with(kind, name, || kind.fetch(name, lookups))
+    }
+
+    /// Like [`ClassAllowList::judge`] with a caller-provided fetch (for a class object the
+    /// policy already read). The empty name is never matched by the selector and never
+    /// fetched.
+    pub fn judge_with<F>(
+        &self,
+        kind: &ClassKind,
+        name: &str,
+        fetch: F,
+    ) -> Result<ClassOutcome, PolicyError>
+    where
+        F: FnOnce() -> Result<Option<Value>, PolicyError>,
+    {
+        if self.allows_by_name(name) {
+            return Ok(ClassOutcome::Allowed);
+        }
+        let Some(selector) = &self.selector else {
+            return Ok(ClassOutcome::Violation(self.not_allowed(kind, name)));
+        };
+        if name.is_empty() {
+            return Ok(ClassOutcome::Violation(self.not_allowed(kind, name)));
+        }
+        match fetch()? {
+            None => Ok(ClassOutcome::Violation(format!(
+                "{} {name:?} does not exist",
+                kind.kind
+            ))),
+            Some(object) if selector.matches_object(&object) => Ok(ClassOutcome::Allowed),
+            Some(_) => Ok(ClassOutcome::Violation(self.not_allowed(kind, name))),
+        }
+    }
+}
+
+/// Records the outcome of a class check at `path`: a violation, or — for a failed lookup
+/// with `onLookupError: accept` — a warning that the check was skipped (each warning once).
+/// A failed lookup with `reject`, and any other error, is returned.
+pub fn record(
+    outcome: Result<ClassOutcome, PolicyError>,
+    path: &FieldPath,
+    on_error: OnLookupError,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    match outcome {
+        Ok(ClassOutcome::Allowed) => Ok(()),
+        Ok(ClassOutcome::Violation(problem)) => {
+            verdict.violation(path, problem);
+            Ok(())
+        }
+        Err(e) => skip_on_lookup_error(e, path, on_error, verdict),
+    }
+}
+
+/// Handles a lookup failure by the `onLookupError` setting (SPEC 2.8): `reject` returns
+/// the error (500); `accept` adds a warning naming the skipped check at `path` (once).
+pub fn skip_on_lookup_error(
+    error: PolicyError,
+    path: &FieldPath,
+    on_error: OnLookupError,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    match (&error, on_error) {
+        (PolicyError::Lookup { .. }, OnLookupError::Accept) => {
+            let warning = if path.is_empty() {
+                format!("{error}; the check was skipped (onLookupError: accept)")
+            } else {
+                format!("{error}; {path} was not checked (onLookupError: accept)")
+            };
+            if !verdict.warnings().contains(&warning) {
+                verdict.warn(warning);
+            }
+            Ok(())
+        }
+        _ => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Objects;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn pc(name: &str, labels: Value) -> Value {
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+               "metadata": {"name": name, "labels": labels}, "value": 10})
+    }
+
+    fn kind() -> ClassKind {
+        ClassKind::new("scheduling.k8s.io/v1", "PriorityClass")
+    }
+
+    fn judge(
+        settings: Value,
+        name: &str,
+        cluster: &mut Objects,
+    ) -> Result<ClassOutcome, PolicyError> {
+        let list = ClassAllowList::parse(&settings, true).unwrap();
+        let mut lookups = Lookups::new(cluster);
+        list.judge(&kind(), name, &mut lookups)
+    }
+
+    #[rstest]
+    #[case(json!({}), "", "needs at least one of allowed, allowedRegex, selector or default")]
+    #[case(json!({"selector": {}}), "selector", "empty selector is ambiguous")]
+    #[case(json!({"matchLabels": {}}), "", "empty selector is ambiguous")]
+    #[case(json!({"selector": {"matchLabels": {"a": "b"}}, "matchLabels": {"a": "b"}}), "matchLabels", "not both")]
+    #[case(json!({"allowedRegex": "("}), "allowedRegex", "invalid regex")]
+    #[case(json!({"allowedRegex": ["a", "("]}), "allowedRegex[1]", "invalid regex")]
+    #[case(json!({"default": ""}), "default", "must not be empty")]
+    #[case(json!({"allowed": ["a", "a"]}), "allowed[1]", "duplicate entry")]
+    #[case(json!({"allowed": "a"}), "allowed", "invalid type")]
+    #[case(json!({"allowedClasses": ["a"]}), "", "unknown field `allowedClasses`")]
+    fn refused(#[case] raw: Value, #[case] path: &str, #[case] problem: &str) {
+        let e = ClassAllowList::parse(&raw, true).unwrap_err();
+        assert_eq!(e.path, path, "{e}");
+        assert!(e.problem.contains(problem), "{e}");
+    }
+
+    #[test]
+    fn default_refused_when_not_allowed() {
+        let e = ClassAllowList::parse(&json!({"default": "x"}), false).unwrap_err();
+        assert_eq!(e.path, "default");
+        let e = ClassAllowList::parse(&json!({}), false).unwrap_err();
+        assert!(
+            e.problem.contains("allowed, allowedRegex or selector"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn names_regexes_and_default_need_no_lookup() {
+        let mut c = Objects::default().failing("PriorityClass");
+        let s = json!({"allowed": ["gold"], "allowedRegex": "silver", "selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"});
+        assert_eq!(
+            judge(s.clone(), "gold", &mut c).unwrap(),
+            ClassOutcome::Allowed
+        );
+        assert_eq!(
+            judge(s.clone(), "silver", &mut c).unwrap(),
+            ClassOutcome::Allowed
+        );
+        assert_eq!(
+            judge(s.clone(), "tenant-default", &mut c).unwrap(),
+            ClassOutcome::Allowed
+        );
+        // full match: quicksilver-high is not "silver", so the selector is consulted (and fails)
+        assert_eq!(
+            judge(s, "quicksilver-high", &mut c).unwrap_err().code(),
+            500
+        );
+    }
+
+    #[test]
+    fn selector_consults_the_class_object() {
+        let mut c = Objects::new(vec![
+            pc("gold", json!({"env": "production"})),
+            pc("platinum", json!({})),
+        ]);
+        let s = json!({"selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"});
+        assert_eq!(
+            judge(s.clone(), "gold", &mut c).unwrap(),
+            ClassOutcome::Allowed
+        );
+        assert_eq!(
+            judge(s.clone(), "platinum", &mut c).unwrap(),
+            ClassOutcome::Violation(
+                "PriorityClass \"platinum\" is not allowed; allowed: selector env=production, default \"tenant-default\"".into()
+            )
+        );
+        assert_eq!(
+            judge(s, "ghost", &mut c).unwrap(),
+            ClassOutcome::Violation("PriorityClass \"ghost\" does not exist".into())
+        );
+    }
+
+    #[test]
+    fn capsule_alias_is_a_selector() {
+        let mut c = Objects::new(vec![pc("gold", json!({"env": "production"}))]);
+        let s = json!({"matchLabels": {"env": "production"}});
+        assert_eq!(judge(s, "gold", &mut c).unwrap(), ClassOutcome::Allowed);
+    }
+
+    #[test]
+    fn without_selector_nothing_is_fetched() {
+        let mut c = Objects::default().failing("PriorityClass");
+        let out = judge(json!({"allowed": []}), "gold", &mut c).unwrap();
+        assert_eq!(
+            out,
+            ClassOutcome::Violation("PriorityClass \"gold\" is not allowed; allowed: none".into())
+        );
+    }
+
+    #[test]
+    fn empty_name_only_by_names() {
+        let mut c = Objects::default().failing("PriorityClass");
+        let s = json!({"allowed": ["", "a"], "selector": {"matchLabels": {"x": "y"}}});
+        assert_eq!(judge(s, "", &mut c).unwrap(), ClassOutcome::Allowed);
+        let s = json!({"selector": {"matchLabels": {"x": "y"}}});
+        assert!(matches!(
+            judge(s, "", &mut c).unwrap(),
+            ClassOutcome::Violation(_)
+        ));
+        let l = ClassAllowList::parse(
+            &json!({"allowed": ["", "a"], "allowedRegex": ["b.*"]}),
+            true,
+        )
+        .unwrap();
+        assert_eq!(l.describe(), "names [\"\", a], regexes [\"b.*\"]");
+    }
+
+    #[test]
+    fn top_level_split() {
+        let (list, rest) = ClassAllowList::from_top_level(
+            &json!({"allowed": ["a"], "onLookupError": "accept"}),
+            true,
+        )
+        .unwrap();
+        assert!(list.unwrap().allows_by_name("a"));
+        assert_eq!(rest, json!({"onLookupError": "accept"}));
+        let (list, _) =
+            ClassAllowList::from_top_level(&json!({"onLookupError": "accept"}), true).unwrap();
+        assert!(list.is_none());
+    }
+
+    #[test]
+    fn recording_lookup_failures() {
+        let err = PolicyError::Lookup {
+            what: "PriorityClass \"x\"".into(),
+            reason: "boom".into(),
+        };
+        let path = FieldPath::root("spec").field("priorityClassName");
+        let mut v = Verdict::accept();
+        assert!(record(Err(err.clone()), &path, OnLookupError::Reject, &mut v).is_err());
+        record(Err(err.clone()), &path, OnLookupError::Accept, &mut v).unwrap();
+        record(Err(err), &path, OnLookupError::Accept, &mut v).unwrap();
+        assert_eq!(
+            v.warnings(),
+            [
+                "cannot read PriorityClass \"x\": boom; spec.priorityClassName was not checked (onLookupError: accept)"
+            ]
+        );
+        assert!(v.is_clean());
+    }
+}

@@ -149,15 +149,22 @@ impl<'c> Lookups<'c> {
         let pos = match self.lists.iter().position(|(r, _)| r == request) {
             Some(p) => p,
             None => {
-                let items = self.cluster.list(request).map_err(|e| PolicyError::Lookup {
-                    what: request.describe(),
-                    reason: e.0,
-                })?;
+                let items = self
+                    .cluster
+                    .list(request)
+                    .map_err(|e| PolicyError::Lookup {
+                        what: request.describe(),
+                        reason: e.0,
+                    })?;
                 self.lists.push((request.clone(), items));
                 self.lists.len() - 1
             }
         };
-        Ok(self.lists.get(pos).map(|(_, v)| v.as_slice()).unwrap_or(&[]))
+        Ok(self
+            .lists
+            .get(pos)
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or(&[]))
     }
 }
 
@@ -198,7 +205,9 @@ impl Cluster for HostCluster {
         match list.get("items") {
             Some(Value::Array(items)) => Ok(items.clone()),
             None | Some(Value::Null) => Ok(Vec::new()),
-            Some(_) => Err(LookupFailure("undecodable answer: items is not a list".into())),
+            Some(_) => Err(LookupFailure(
+                "undecodable answer: items is not a list".into(),
+            )),
         }
     }
 }
@@ -382,9 +391,15 @@ mod tests {
     #[test]
     fn objects_answer_gets_and_lists() {
         let mut c = Objects::new(vec![ns("a", json!({"env": "prod"})), ns("b", json!({}))]);
-        let got = c.get(&GetRequest::cluster_scoped("v1", "Namespace", "a")).unwrap();
+        let got = c
+            .get(&GetRequest::cluster_scoped("v1", "Namespace", "a"))
+            .unwrap();
         assert!(got.is_some());
-        assert!(c.get(&GetRequest::cluster_scoped("v1", "Namespace", "z")).unwrap().is_none());
+        assert!(
+            c.get(&GetRequest::cluster_scoped("v1", "Namespace", "z"))
+                .unwrap()
+                .is_none()
+        );
         let listed = c
             .list(&ListRequest {
                 api_version: "v1".into(),
@@ -401,12 +416,23 @@ mod tests {
     fn lookups_cache_and_report_failures() {
         let mut c = Objects::new(vec![ns("a", json!({}))]).failing("PriorityClass");
         let mut l = Lookups::new(&mut c);
-        assert!(l.get(&GetRequest::cluster_scoped("v1", "Namespace", "a")).unwrap().is_some());
+        assert!(
+            l.get(&GetRequest::cluster_scoped("v1", "Namespace", "a"))
+                .unwrap()
+                .is_some()
+        );
         let err = l
-            .get(&GetRequest::cluster_scoped("scheduling.k8s.io/v1", "PriorityClass", "x"))
+            .get(&GetRequest::cluster_scoped(
+                "scheduling.k8s.io/v1",
+                "PriorityClass",
+                "x",
+            ))
             .unwrap_err();
         assert_eq!(err.code(), 500);
-        assert_eq!(err.to_string(), "cannot read PriorityClass \"x\": connection refused");
+        assert_eq!(
+            err.to_string(),
+            "cannot read PriorityClass \"x\": connection refused"
+        );
     }
 
     #[test]

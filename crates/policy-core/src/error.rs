@@ -112,7 +112,10 @@ mod tests {
 
     #[test]
     fn codes() {
-        assert_eq!(PolicyError::malformed(&FieldPath::root("spec"), "x").code(), 400);
+        assert_eq!(
+            PolicyError::malformed(&FieldPath::root("spec"), "x").code(),
+            400
+        );
         let e = PolicyError::Lookup {
             what: "Namespace \"a\"".into(),
             reason: "timeout".into(),

@@ -309,29 +309,27 @@ fn valid_path_component(c: &str) -> bool {
     // Each iteration reads one alphanumeric run, then at most one separator.
     loop {
         let start = i;
-        while i < b.len() && alnum(b[i]) {
+        while b.get(i).is_some_and(|&x| alnum(x)) {
             i += 1;
         }
         if i == start {
             return false; // empty run: leading, trailing or doubled separator
         }
-        if i == b.len() {
-            return true;
-        }
-        match b[i] {
-            b'.' => i += 1,
-            b'_' => {
+        match b.get(i) {
+            None => return true,
+            Some(b'.') => i += 1,
+            Some(b'_') => {
                 i += 1;
                 if b.get(i) == Some(&b'_') {
                     i += 1;
                 }
             }
-            b'-' => {
+            Some(b'-') => {
                 while b.get(i) == Some(&b'-') {
                     i += 1;
                 }
             }
-            _ => return false,
+            Some(_) => return false,
         }
     }
 }
@@ -364,17 +362,29 @@ mod tests {
     #[case("index.docker.io/nginx", r("docker.io", "library/nginx", None, None))]
     #[case("registry-1.docker.io/org/app", r("docker.io", "org/app", None, None))]
     #[case("Index.Docker.IO/org/app", r("docker.io", "org/app", None, None))]
-    #[case("quay.io/org/app:v1.2.3", r("quay.io", "org/app", Some("v1.2.3"), None))]
+    #[case(
+        "quay.io/org/app:v1.2.3",
+        r("quay.io", "org/app", Some("v1.2.3"), None)
+    )]
     #[case("Quay.IO/org/app", r("quay.io", "org/app", None, None))]
     #[case("quay.io/app", r("quay.io", "app", None, None))]
     #[case("localhost/app", r("localhost", "app", None, None))]
-    #[case("localhost:5000/app:dev", r("localhost:5000", "app", Some("dev"), None))]
+    #[case(
+        "localhost:5000/app:dev",
+        r("localhost:5000", "app", Some("dev"), None)
+    )]
     #[case("registry:5000/app", r("registry:5000", "app", None, None))]
     #[case("10.0.0.1:5000/a/b", r("10.0.0.1:5000", "a/b", None, None))]
     #[case("[::1]:5000/app", r("[::1]:5000", "app", None, None))]
     #[case("[FE80::1]/app", r("[fe80::1]", "app", None, None))]
-    #[case("my-registry.example.com/a_b/c__d/e--f/g.h:T_a-g.1", r("my-registry.example.com", "a_b/c__d/e--f/g.h", Some("T_a-g.1"), None))]
-    #[case("localhost:5000", r("docker.io", "library/localhost", Some("5000"), None))]
+    #[case(
+        "my-registry.example.com/a_b/c__d/e--f/g.h:T_a-g.1",
+        r("my-registry.example.com", "a_b/c__d/e--f/g.h", Some("T_a-g.1"), None)
+    )]
+    #[case(
+        "localhost:5000",
+        r("docker.io", "library/localhost", Some("5000"), None)
+    )]
     #[case("gcr.io/x:1", r("gcr.io", "x", Some("1"), None))]
     fn parses_and_normalises(#[case] raw: &str, #[case] expected: ImageRef) {
         assert_eq!(ImageRef::parse(raw).unwrap(), expected, "{raw}");
@@ -462,7 +472,10 @@ mod tests {
         let ok = format!("quay.io/{}", "a".repeat(255 - 8));
         assert!(ImageRef::parse(&ok).is_ok());
         let long = format!("quay.io/{}", "a".repeat(256 - 8));
-        assert_eq!(ImageRef::parse(&long).unwrap_err().reason, ImageErrorReason::TooLong);
+        assert_eq!(
+            ImageRef::parse(&long).unwrap_err().reason,
+            ImageErrorReason::TooLong
+        );
     }
 
     #[test]
@@ -495,7 +508,10 @@ mod tests {
     #[case("localhost/app", true)]
     #[case("registry:5000/app", true)]
     #[case("localhost:5000", false)]
-    #[case("nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", false)]
+    #[case(
+        "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        false
+    )]
     fn qualified(#[case] raw: &str, #[case] expected: bool) {
         assert_eq!(fully_qualified(raw), expected, "{raw}");
     }

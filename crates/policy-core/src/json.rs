@@ -92,9 +92,7 @@ impl<'a> At<'a> {
 
     /// Whether list field `name` is present (even if empty).
     pub fn has(&self, name: &str) -> bool {
-        self.value
-            .get(name)
-            .is_some_and(|v| !v.is_null())
+        self.value.get(name).is_some_and(|v| !v.is_null())
     }
 
     /// The elements of this list, each with its indexed path.
@@ -153,13 +151,18 @@ mod tests {
         assert_eq!(cs.len(), 1);
         assert_eq!(cs[0].get_str("name").unwrap(), Some("a"));
         let err = cs[0].get_str("image").unwrap_err();
-        assert_eq!(err.to_string(), "spec.containers[0].image: expected a string");
+        assert_eq!(
+            err.to_string(),
+            "spec.containers[0].image: expected a string"
+        );
     }
 
     #[test]
     fn wrong_container_type_is_malformed() {
         let v = json!({"containers": {"a": 1}});
-        let err = At::new(&v, FieldPath::root("spec")).get_list("containers").unwrap_err();
+        let err = At::new(&v, FieldPath::root("spec"))
+            .get_list("containers")
+            .unwrap_err();
         assert_eq!(err.to_string(), "spec.containers: expected a list");
         let v = json!("text");
         assert!(At::new(&v, FieldPath::root("spec")).get("a").is_err());
@@ -168,7 +171,12 @@ mod tests {
     #[test]
     fn string_maps() {
         let v = json!({"labels": {"a": "1", "b": 2}});
-        let err = At::new(&v, FieldPath::root("metadata")).get_string_map("labels").unwrap_err();
-        assert_eq!(err.to_string(), r#"metadata.labels["b"]: expected a string"#);
+        let err = At::new(&v, FieldPath::root("metadata"))
+            .get_string_map("labels")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"metadata.labels["b"]: expected a string"#
+        );
     }
 }

@@ -28,7 +28,8 @@ impl FullMatch {
     /// assert!(!re.is_match("internal.registry.io.evil.com"));
     /// ```
     pub fn new(pattern: &str) -> Result<Self, String> {
-        regex::Regex::new(&anchor(pattern)).map_err(|e| format!("invalid regex {pattern:?}: {e}"))?;
+        regex::Regex::new(&anchor(pattern))
+            .map_err(|e| format!("invalid regex {pattern:?}: {e}"))?;
         Ok(Self::unchecked(pattern))
     }
 
@@ -196,7 +197,10 @@ mod tests {
     #[test]
     fn invalid_regex_refused() {
         let err = regexes("allowedRegex", &["ok".into(), "(".into()]).unwrap_err();
-        assert!(err.to_string().starts_with("allowedRegex[1]: invalid regex \"(\""));
+        assert!(
+            err.to_string()
+                .starts_with("allowedRegex[1]: invalid regex \"(\"")
+        );
     }
 
     #[test]

@@ -59,7 +59,11 @@ impl PodKind {
 
     /// The pod-bearing kind of a request, if it is one.
     pub fn of_request(request: &AdmissionRequest) -> Option<Self> {
-        Self::from_gvk(&request.kind.group, &request.kind.version, &request.kind.kind)
+        Self::from_gvk(
+            &request.kind.group,
+            &request.kind.version,
+            &request.kind.kind,
+        )
     }
 
     /// The path of the pod template (`spec.template`, `spec.jobTemplate.spec.template`);
@@ -211,7 +215,11 @@ mod tests {
         let spec = json!({"containers": [{"name": "c", "image": "nginx"}]});
         let cases = [
             (PodKind::Pod, json!({"spec": spec}), "spec"),
-            (PodKind::Deployment, json!({"spec": {"template": {"spec": spec}}}), "spec.template.spec"),
+            (
+                PodKind::Deployment,
+                json!({"spec": {"template": {"spec": spec}}}),
+                "spec.template.spec",
+            ),
             (
                 PodKind::CronJob,
                 json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": spec}}}}}),
@@ -229,7 +237,11 @@ mod tests {
     #[test]
     fn replication_controller_without_template_has_nothing_to_judge() {
         let obj = json!({"spec": {"replicas": 1}});
-        assert!(PodView::read(&obj, PodKind::ReplicationController).unwrap().is_none());
+        assert!(
+            PodView::read(&obj, PodKind::ReplicationController)
+                .unwrap()
+                .is_none()
+        );
         let err = PodView::read(&json!({"spec": {}}), PodKind::Deployment).unwrap_err();
         assert_eq!(err.to_string(), "spec.template: missing");
     }
@@ -269,7 +281,10 @@ mod tests {
         );
         let bad = json!({"spec": {"containers": ["x"]}});
         let view = PodView::read(&bad, PodKind::Pod).unwrap().unwrap();
-        assert_eq!(view.containers().unwrap_err().to_string(), "spec.containers[0]: expected an object");
+        assert_eq!(
+            view.containers().unwrap_err().to_string(),
+            "spec.containers[0]: expected an object"
+        );
     }
 
     #[test]

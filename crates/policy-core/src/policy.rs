@@ -42,7 +42,10 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> SettingsValidationRespons
     };
     let result = match parsed {
         Ok(raw) => P::settings(&raw).map(|_| ()),
-        Err(e) => Err(SettingsError::new("", format!("settings are not JSON: {e}"))),
+        Err(e) => Err(SettingsError::new(
+            "",
+            format!("settings are not JSON: {e}"),
+        )),
     };
     match result {
         Ok(()) => SettingsValidationResponse {
@@ -83,7 +86,9 @@ pub fn unsupported_kind(policy: &str, request: &AdmissionRequest) -> PolicyError
 
 /// Serialises a response for the host; serialisation of these plain types cannot fail, but
 /// a failure would still be reported as an error rather than a panic.
-pub fn to_wire<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
+pub fn to_wire<T: serde::Serialize>(
+    value: &T,
+) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
     Ok(serde_json::to_vec(value)?)
 }
 
@@ -153,7 +158,8 @@ mod tests {
     }
 
     fn run(request: Value, settings: Value) -> ValidationResponse {
-        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap();
+        let payload =
+            serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap();
         evaluate::<Demo>(&payload, &mut Objects::default())
     }
 
@@ -173,7 +179,10 @@ mod tests {
             "object": {}});
         let r = run(req, json!({"forbidden": "y"}));
         assert_eq!(r.code, Some(400));
-        assert_eq!(r.message.as_deref(), Some("demo-policy does not handle v1 Endpoints"));
+        assert_eq!(
+            r.message.as_deref(),
+            Some("demo-policy does not handle v1 Endpoints")
+        );
     }
 
     #[test]

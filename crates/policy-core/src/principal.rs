@@ -69,7 +69,9 @@ impl Glob {
                 },
             }
         }
-        self.pattern[p.min(self.pattern.len())..].iter().all(|c| *c == '*')
+        self.pattern[p.min(self.pattern.len())..]
+            .iter()
+            .all(|c| *c == '*')
     }
 }
 
@@ -84,7 +86,9 @@ impl ServiceAccountPattern {
     /// Parses `ns:name` or `system:serviceaccount:ns:name`. A namespace part made only of
     /// wildcards is refused: any tenant can create an account of any name in its namespace.
     pub fn parse(entry: &str) -> Result<Self, String> {
-        let rest = entry.strip_prefix("system:serviceaccount:").unwrap_or(entry);
+        let rest = entry
+            .strip_prefix("system:serviceaccount:")
+            .unwrap_or(entry);
         let Some((ns, name)) = rest.split_once(':') else {
             return Err(format!(
                 "{entry:?} is not a service account; write <namespace>:<name>"
@@ -162,7 +166,10 @@ impl Principals {
     ) -> Result<Self, SettingsError> {
         let check_empty = |field: &str, v: &[String]| {
             v.iter().position(String::is_empty).map_or(Ok(()), |i| {
-                Err(SettingsError::new(format!("{field}[{i}]"), "must not be empty"))
+                Err(SettingsError::new(
+                    format!("{field}[{i}]"),
+                    "must not be empty",
+                ))
             })
         };
         check_empty(fields[0], users)?;
@@ -235,10 +242,16 @@ impl Principals {
         let mut parts = Vec::new();
         let list = |v: Vec<&str>| v.join(", ");
         if !self.users.is_empty() {
-            parts.push(format!("users [{}]", list(self.users.iter().map(Glob::as_str).collect())));
+            parts.push(format!(
+                "users [{}]",
+                list(self.users.iter().map(Glob::as_str).collect())
+            ));
         }
         if !self.groups.is_empty() {
-            parts.push(format!("groups [{}]", list(self.groups.iter().map(Glob::as_str).collect())));
+            parts.push(format!(
+                "groups [{}]",
+                list(self.groups.iter().map(Glob::as_str).collect())
+            ));
         }
         if !self.service_accounts.is_empty() {
             let sas: Vec<String> = self.service_accounts.iter().map(|s| s.describe()).collect();
@@ -276,7 +289,10 @@ mod tests {
     fn user(name: &str, groups: &[&str]) -> UserInfo {
         UserInfo {
             username: name.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect::<BTreeSet<_>>(),
+            groups: groups
+                .iter()
+                .map(|g| g.to_string())
+                .collect::<BTreeSet<_>>(),
         }
     }
 
@@ -305,7 +321,11 @@ mod tests {
     #[case("deployer", false)]
     #[case("a:", false)]
     fn service_account_patterns(#[case] entry: &str, #[case] valid: bool) {
-        assert_eq!(ServiceAccountPattern::parse(entry).is_ok(), valid, "{entry}");
+        assert_eq!(
+            ServiceAccountPattern::parse(entry).is_ok(),
+            valid,
+            "{entry}"
+        );
     }
 
     #[test]
@@ -335,9 +355,15 @@ mod tests {
     #[test]
     fn default_trusted_controllers() {
         let t = Principals::default_trusted_controllers();
-        assert!(t.matches(&user("system:serviceaccount:kube-system:replicaset-controller", &[])));
+        assert!(t.matches(&user(
+            "system:serviceaccount:kube-system:replicaset-controller",
+            &[]
+        )));
         assert!(t.matches(&user("system:kube-controller-manager", &[])));
-        assert!(!t.matches(&user("system:serviceaccount:team:replicaset-controller", &[])));
+        assert!(!t.matches(&user(
+            "system:serviceaccount:team:replicaset-controller",
+            &[]
+        )));
     }
 
     #[test]

@@ -492,15 +492,16 @@ fn parse_nanos(input: &str) -> Result<(i128, QuantityFormat), QuantityError> {
         _ => false,
     };
     let int_start = pos;
-    while pos < bytes.len() && bytes[pos].is_ascii_digit() {
+    let digit_at = |p: usize| bytes.get(p).is_some_and(u8::is_ascii_digit);
+    while digit_at(pos) {
         pos += 1;
     }
     let int_digits = &input[int_start..pos];
     let mut frac_digits = "";
-    if pos < bytes.len() && bytes[pos] == b'.' {
+    if bytes.get(pos) == Some(&b'.') {
         pos += 1;
         let frac_start = pos;
-        while pos < bytes.len() && bytes[pos].is_ascii_digit() {
+        while digit_at(pos) {
             pos += 1;
         }
         frac_digits = &input[frac_start..pos];
@@ -528,7 +529,10 @@ fn parse_nanos(input: &str) -> Result<(i128, QuantityFormat), QuantityError> {
 
     // Significant digits: integer and fraction digits without leading zeros.
     let all_digits = int_digits.bytes().chain(frac_digits.bytes());
-    let mut digits: Vec<u8> = all_digits.skip_while(|&b| b == b'0').map(|b| b - b'0').collect();
+    let mut digits: Vec<u8> = all_digits
+        .skip_while(|&b| b == b'0')
+        .map(|b| b - b'0')
+        .collect();
     if digits.is_empty() {
         return Ok((0, suffix.format));
     }
@@ -565,8 +569,9 @@ fn mul_pow2(digits: &mut Vec<u8>, mut exp2: u32) {
 /// `ceil(digits × 10^exp10)` as an `i128` (digits: no leading zero, not all zero).
 fn scale_to_int(digits: &[u8], exp10: i128) -> Option<i128> {
     let to_int = |ds: &[u8]| -> Option<i128> {
-        ds.iter()
-            .try_fold(0i128, |acc, &d| acc.checked_mul(10)?.checked_add(i128::from(d)))
+        ds.iter().try_fold(0i128, |acc, &d| {
+            acc.checked_mul(10)?.checked_add(i128::from(d))
+        })
     };
     if exp10 >= 0 {
         // The leading digit is non-zero, so the value is at least 10^(len - 1 + exp10).
@@ -750,7 +755,10 @@ mod tests {
     #[case("1Gie-3")]
     fn refuses_two_suffixes(#[case] input: &str) {
         assert!(
-            matches!(Quantity::parse(input), Err(QuantityError::TwoSuffixes { .. })),
+            matches!(
+                Quantity::parse(input),
+                Err(QuantityError::TwoSuffixes { .. })
+            ),
             "{input}: {:?}",
             Quantity::parse(input)
         );
@@ -766,7 +774,10 @@ mod tests {
             Quantity::parse("1KiMi").unwrap_err().to_string(),
             r#""1KiMi" is not a quantity: two suffixes in "KiMi""#
         );
-        assert_eq!(Quantity::parse("").unwrap_err().to_string(), "empty quantity");
+        assert_eq!(
+            Quantity::parse("").unwrap_err().to_string(),
+            "empty quantity"
+        );
     }
 
     #[rstest]
@@ -824,9 +835,13 @@ mod tests {
         assert_eq!(s.a, q("1Gi"));
         assert_eq!(s.b, q("1.5"));
         assert_eq!(s.c, q("3"));
-        let err = serde_json::from_value::<S>(json!({"a": "x", "b": 1, "c": 1})).err().unwrap();
+        let err = serde_json::from_value::<S>(json!({"a": "x", "b": 1, "c": 1}))
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("\"x\" is not a quantity"), "{err}");
-        let err = serde_json::from_value::<S>(json!({"a": true, "b": 1, "c": 1})).err().unwrap();
+        let err = serde_json::from_value::<S>(json!({"a": true, "b": 1, "c": 1}))
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("expected a quantity"), "{err}");
         assert_eq!(serde_json::to_value(q("1.5Gi")).unwrap(), json!("1.5Gi"));
     }
@@ -838,7 +853,11 @@ mod tests {
         assert_eq!(sum.to_string(), "1536Mi");
         assert_eq!(q("1").checked_sub(&q("250m")).unwrap().to_string(), "750m");
         assert_eq!(q("100m").checked_mul_int(10).unwrap(), q("1"));
-        assert!(Quantity::from_nanos(i128::MAX).checked_add(&q("1n")).is_none());
+        assert!(
+            Quantity::from_nanos(i128::MAX)
+                .checked_add(&q("1n"))
+                .is_none()
+        );
         assert!(Quantity::from_nanos(i128::MAX).checked_mul_int(2).is_none());
         assert!(q("0").is_zero());
         assert!(q("-0.0m").is_zero());

@@ -226,14 +226,23 @@ mod tests {
             "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE"
         })))
         .unwrap();
-        assert_eq!(p.request.object().unwrap_err().to_string(), "request.object: missing");
+        assert_eq!(
+            p.request.object().unwrap_err().to_string(),
+            "request.object: missing"
+        );
     }
 
     #[test]
     fn describes_requesters() {
-        let u = UserInfo { username: "bob".into(), groups: BTreeSet::new() };
+        let u = UserInfo {
+            username: "bob".into(),
+            groups: BTreeSet::new(),
+        };
         assert_eq!(u.describe(), "user \"bob\"");
-        let u = UserInfo { username: "system:serviceaccount:a:b".into(), groups: BTreeSet::new() };
+        let u = UserInfo {
+            username: "system:serviceaccount:a:b".into(),
+            groups: BTreeSet::new(),
+        };
         assert_eq!(u.describe(), "service account \"a:b\"");
     }
 }

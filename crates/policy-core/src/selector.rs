@@ -57,14 +57,20 @@ impl LabelSelector {
         let match_labels = raw.match_labels.clone().unwrap_or_default();
         for k in match_labels.keys() {
             if k.is_empty() {
-                return Err(SettingsError::new("matchLabels", "label keys must not be empty"));
+                return Err(SettingsError::new(
+                    "matchLabels",
+                    "label keys must not be empty",
+                ));
             }
         }
         let mut requirements = Vec::new();
         for (i, r) in raw.match_expressions.iter().flatten().enumerate() {
             let path = format!("matchExpressions[{i}]");
             if r.key.is_empty() {
-                return Err(SettingsError::new(format!("{path}.key"), "must not be empty"));
+                return Err(SettingsError::new(
+                    format!("{path}.key"),
+                    "must not be empty",
+                ));
             }
             let values = r.values.clone().unwrap_or_default();
             let req = match r.operator.as_str() {
@@ -135,7 +141,11 @@ impl LabelSelector {
     /// Whether the labels of a Kubernetes object (`metadata.labels`) satisfy the selector.
     pub fn matches_object(&self, object: &serde_json::Value) -> bool {
         let labels = object.get("metadata").and_then(|m| m.get("labels"));
-        self.matches(|k| labels.and_then(|l| l.get(k)).and_then(serde_json::Value::as_str))
+        self.matches(|k| {
+            labels
+                .and_then(|l| l.get(k))
+                .and_then(serde_json::Value::as_str)
+        })
     }
 
     /// The selector in Kubernetes' string syntax (`a=b,c in (x,y),!d`), for list lookups and
@@ -179,11 +189,14 @@ mod tests {
     fn invalid_requirements_refused() {
         let e = build(json!({"matchExpressions": [{"key": "a", "operator": "In"}]})).unwrap_err();
         assert_eq!(e.path, "matchExpressions[0].values");
-        let e = build(json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}))
-            .unwrap_err();
+        let e = build(
+            json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}),
+        )
+        .unwrap_err();
         assert_eq!(e.path, "matchExpressions[0].values");
-        let e = build(json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}))
-            .unwrap_err();
+        let e =
+            build(json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}))
+                .unwrap_err();
         assert_eq!(e.path, "matchExpressions[0].operator");
     }
 
@@ -198,9 +211,15 @@ mod tests {
         }))
         .unwrap();
         assert!(s.matches_object(&json!({"metadata": {"labels": {"tier": "gold"}}})));
-        assert!(s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "env": "prod"}}})));
-        assert!(!s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "env": "dev"}}})));
-        assert!(!s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "legacy": ""}}})));
+        assert!(
+            s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "env": "prod"}}}))
+        );
+        assert!(
+            !s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "env": "dev"}}}))
+        );
+        assert!(
+            !s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "legacy": ""}}}))
+        );
         assert!(!s.matches_object(&json!({"metadata": {}})));
         assert_eq!(s.to_query(), "tier=gold,env notin (dev),!legacy");
     }

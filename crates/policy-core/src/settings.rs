@@ -66,12 +66,17 @@ mod tests {
 
     #[test]
     fn paths_of_unknown_fields_and_types() {
-        let err = decode::<Outer>(&json!({"protectedTaints": [{"key": "a"}, {"key": "b", "x": 1}]}))
-            .unwrap_err();
+        let err =
+            decode::<Outer>(&json!({"protectedTaints": [{"key": "a"}, {"key": "b", "x": 1}]}))
+                .unwrap_err();
         assert!(err.to_string().starts_with("protectedTaints[1]"), "{err}");
         assert!(err.to_string().contains("unknown field `x`"), "{err}");
         let err = decode::<Outer>(&json!({"protectedTaints": [{"key": 3}]})).unwrap_err();
-        assert!(err.to_string().starts_with("protectedTaints[0].key: invalid type"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("protectedTaints[0].key: invalid type"),
+            "{err}"
+        );
         let err = decode::<Outer>(&json!({"other": 1})).unwrap_err();
         assert!(err.to_string().contains("unknown field `other`"), "{err}");
     }

@@ -201,9 +201,15 @@ mod tests {
 
     #[test]
     fn taint_validation_and_display() {
-        assert_eq!(Taint::new("", "x", None).unwrap_err().to_string(), "key: must not be empty");
+        assert_eq!(
+            Taint::new("", "x", None).unwrap_err().to_string(),
+            "key: must not be empty"
+        );
         assert!(Taint::new("k", "v", Some("Sometimes")).is_err());
-        assert_eq!(taint(Some("NoSchedule")).to_string(), "dedicated=tenantA:NoSchedule");
+        assert_eq!(
+            taint(Some("NoSchedule")).to_string(),
+            "dedicated=tenantA:NoSchedule"
+        );
         assert_eq!(taint(None).to_string(), "dedicated=tenantA");
     }
 }

@@ -187,7 +187,10 @@ mod tests {
         assert!(!r.accepted);
         assert_eq!(r.message.as_deref(), Some("a: first; b: second"));
         assert_eq!(r.code, Some(403));
-        assert!(r.mutated_object.is_none(), "a rejection applies no mutation");
+        assert!(
+            r.mutated_object.is_none(),
+            "a rejection applies no mutation"
+        );
     }
 
     #[test]
@@ -199,7 +202,10 @@ mod tests {
         let r = v.into_response(Mode::Warn);
         assert!(r.accepted);
         assert!(r.mutated_object.is_none());
-        assert_eq!(r.warnings, Some(vec!["lookup skipped".to_string(), "a: bad".to_string()]));
+        assert_eq!(
+            r.warnings,
+            Some(vec!["lookup skipped".to_string(), "a: bad".to_string()])
+        );
     }
 
     #[test]

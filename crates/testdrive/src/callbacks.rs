@@ -272,6 +272,7 @@ pub type SharedCallbacks = Arc<Mutex<dyn Callbacks + Send>>;
 /// Wraps callbacks for [`Host::validate`](crate::Host::validate).
 ///
 /// ```
+/// use testdrive::Callbacks;
 /// let shared = testdrive::shared(testdrive::NoCluster::default());
 /// assert!(shared.lock().unwrap().problems().is_empty());
 /// ```

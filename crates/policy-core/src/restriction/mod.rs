@@ -171,7 +171,12 @@ impl NilRule {
         out: &mut Vec<Violation>,
     ) -> Option<&'v Value> {
         let value = non_nil(value);
-        let go_on = self.admit(value.is_none(), || value.map_or_else(String::new, found), path, out);
+        let go_on = self.admit(
+            value.is_none(),
+            || value.map_or_else(String::new, found),
+            path,
+            out,
+        );
         if go_on { value } else { None }
     }
 
@@ -305,7 +310,8 @@ mod tests {
 
     fn run(r: &impl Restriction, v: Option<Value>) -> Vec<String> {
         let mut out = Vec::new();
-        r.check(v.as_ref(), &FieldPath::root("f"), &mut out).unwrap();
+        r.check(v.as_ref(), &FieldPath::root("f"), &mut out)
+            .unwrap();
         out.into_iter().map(|v| v.to_string()).collect()
     }
 
@@ -331,13 +337,19 @@ mod tests {
     #[case(json!({"allowNil": false, "forbidNil": false}), "allowNil: allowNil: false contradicts forbidNil: false")]
     #[case(json!({"allowNil": false, "requireNil": true}), "requireNil: cannot be combined with allowNil: false")]
     fn refuses_pointer_conflicts(#[case] settings: Value, #[case] message: &str) {
-        assert_eq!(NilRule::build(&raw(settings)).unwrap_err().to_string(), message);
+        assert_eq!(
+            NilRule::build(&raw(settings)).unwrap_err().to_string(),
+            message
+        );
     }
 
     #[test]
     fn refuses_unknown_pointer_fields() {
         let err = serde_json::from_value::<RawPointer>(json!({"forbidnil": true})).unwrap_err();
-        assert!(err.to_string().contains("unknown field `forbidnil`"), "{err}");
+        assert!(
+            err.to_string().contains("unknown field `forbidnil`"),
+            "{err}"
+        );
     }
 
     #[rstest]
@@ -350,7 +362,11 @@ mod tests {
     #[case(json!({"requireNil": true}), Some(json!(null)), &[])]
     #[case(json!({"requireNil": true}), Some(json!({"user": "x"})), &[r#"f: {"user": "x"}, nil is required"#])]
     #[case(json!({"requireNil": true}), Some(json!("x")), &[r#"f: "x", nil is required"#])]
-    fn pointer_checks(#[case] settings: Value, #[case] value: Option<Value>, #[case] expected: &[&str]) {
+    fn pointer_checks(
+        #[case] settings: Value,
+        #[case] value: Option<Value>,
+        #[case] expected: &[&str],
+    ) {
         let r = PointerRestriction::build(raw(settings)).unwrap();
         assert_eq!(run(&r, value), expected);
     }

@@ -1,0 +1,692 @@
+//! The Pod Security Standards (latest version), check by check, as Pod Security Admission
+//! applies them: `privileged` admits everything, `baseline` forbids known privilege
+//! escalations, `restricted` adds the hardening best practices. Every violation names the
+//! path, the value found, the Pod Security Admission reason and what is allowed.
+//!
+//! ```
+//! use policy_core::pod::{PodKind, PodView};
+//! use policy_core::pss::{Level, check};
+//! use serde_json::json;
+//! let pod = json!({"spec": {"hostNetwork": true, "containers": [{"name": "a", "image": "x"}]}});
+//! let view = PodView::read(&pod, PodKind::Pod).unwrap().unwrap();
+//! let v = check(Level::Baseline, &view).unwrap();
+//! assert_eq!(v[0].to_string(), "spec.hostNetwork: true violates baseline (host namespaces); allowed: false or unset");
+//! assert!(check(Level::Privileged, &view).unwrap().is_empty());
+//! ```
+
+use serde_json::Value;
+
+use crate::error::PolicyError;
+use crate::json::At;
+use crate::path::FieldPath;
+use crate::pod::{Container, PodView};
+use crate::security_context::{
+    APPARMOR_CONTAINER_ANNOTATION_PREFIX, container_context, in_user_namespace, is_windows,
+    pod_context, volume_type,
+};
+use crate::verdict::Violation;
+
+/// A Pod Security Standards level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// Unrestricted.
+    Privileged,
+    /// Minimally restrictive: prevents known privilege escalations.
+    Baseline,
+    /// Heavily restricted: current Pod hardening best practices.
+    Restricted,
+}
+
+impl Level {
+    /// The level's name (`baseline`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Level::Privileged => "privileged",
+            Level::Baseline => "baseline",
+            Level::Restricted => "restricted",
+        }
+    }
+
+    /// Parses `privileged`, `baseline` or `restricted`.
+    pub fn parse(s: &str) -> Option<Level> {
+        match s {
+            "privileged" => Some(Level::Privileged),
+            "baseline" => Some(Level::Baseline),
+            "restricted" => Some(Level::Restricted),
+            _ => None,
+        }
+    }
+}
+
+/// Capabilities `baseline` allows containers to add.
+pub const BASELINE_CAPABILITIES: [&str; 13] = [
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+];
+
+/// Sysctls `baseline` allows.
+pub const BASELINE_SYSCTLS: [&str; 14] = [
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_notsent_lowat",
+];
+
+/// SELinux types `baseline` allows (`""` = unset).
+pub const BASELINE_SELINUX_TYPES: [&str; 5] = [
+    "",
+    "container_t",
+    "container_init_t",
+    "container_kvm_t",
+    "container_engine_t",
+];
+
+/// Volume types `restricted` allows.
+pub const RESTRICTED_VOLUME_TYPES: [&str; 9] = [
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "image",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+];
+
+struct Checker<'a, 'v> {
+    level: Level,
+    pod: &'a PodView<'v>,
+    out: Vec<Violation>,
+}
+
+impl Checker<'_, '_> {
+    fn fail(&mut self, path: &FieldPath, found: String, reason: &str, allowed: &str) {
+        self.out.push(Violation {
+            path: path.clone(),
+            problem: format!(
+                "{found} violates {} ({reason}); allowed: {allowed}",
+                self.level.name()
+            ),
+        });
+    }
+}
+
+fn quoted(s: &str) -> String {
+    format!("{s:?}")
+}
+
+fn render(v: &Value) -> String {
+    match v {
+        Value::String(s) => quoted(s),
+        other => other.to_string(),
+    }
+}
+
+/// Runs every check of `level` on the pod spec, all container lists included, and returns
+/// the violations in document order (Pod-level checks, then containers in walking order).
+pub fn check(level: Level, pod: &PodView<'_>) -> Result<Vec<Violation>, PolicyError> {
+    if level == Level::Privileged {
+        return Ok(Vec::new());
+    }
+    let mut c = Checker {
+        level,
+        pod,
+        out: Vec::new(),
+    };
+    let spec = &pod.spec;
+    let windows = is_windows(spec)?;
+    let userns = in_user_namespace(spec)?;
+    let restricted = level == Level::Restricted;
+
+    // host namespaces
+    for flag in ["hostNetwork", "hostPID", "hostIPC"] {
+        if spec.get_bool(flag)? == Some(true) {
+            c.fail(
+                &spec.path.field(flag),
+                "true".into(),
+                "host namespaces",
+                "false or unset",
+            );
+        }
+    }
+    // AppArmor annotations
+    if let Some(meta) = &pod.metadata {
+        for (k, v) in meta.get_string_map("annotations")? {
+            if k.starts_with(APPARMOR_CONTAINER_ANNOTATION_PREFIX)
+                && !(v.is_empty() || v == "runtime/default" || v.starts_with("localhost/"))
+            {
+                c.fail(
+                    &meta.path.field("annotations").key(k),
+                    quoted(v),
+                    "forbidden AppArmor profile",
+                    "\"\", runtime/default, localhost/<profile>",
+                );
+            }
+        }
+    }
+    // volumes
+    for vol in spec.get_list("volumes")? {
+        let ty = volume_type(&vol)?;
+        if restricted {
+            if !RESTRICTED_VOLUME_TYPES.contains(&ty) {
+                c.fail(
+                    &vol.path.field(ty),
+                    quoted(ty),
+                    "restricted volume types",
+                    &RESTRICTED_VOLUME_TYPES.join(", "),
+                );
+            }
+        } else if ty == "hostPath" {
+            c.fail(
+                &vol.path.field(ty),
+                quoted(ty),
+                "hostPath volumes",
+                "no hostPath volumes",
+            );
+        }
+    }
+    // Pod securityContext
+    let pod_ctx = pod_context(spec)?;
+    let mut pod_seccomp_ok = false;
+    let mut pod_non_root = false;
+    if let Some(ctx) = &pod_ctx {
+        check_context_common(&mut c, ctx, windows)?;
+        if restricted && !userns {
+            match ctx.get_bool("runAsNonRoot")? {
+                Some(false) => c.fail(
+                    &ctx.path.field("runAsNonRoot"),
+                    "false".into(),
+                    "runAsNonRoot != true",
+                    "true",
+                ),
+                Some(true) => pod_non_root = true,
+                None => {}
+            }
+        }
+        if restricted && let Some(p) = ctx.get_object("seccompProfile")? {
+            pod_seccomp_ok = matches!(p.get_str("type")?, Some("RuntimeDefault" | "Localhost"));
+        }
+        for sysctl in ctx.get_list("sysctls")? {
+            let name = sysctl.get_str("name")?.unwrap_or("");
+            if !BASELINE_SYSCTLS.contains(&name) {
+                c.fail(
+                    &sysctl.path.field("name"),
+                    quoted(name),
+                    "forbidden sysctls",
+                    &BASELINE_SYSCTLS.join(", "),
+                );
+            }
+        }
+    }
+    for container in pod.containers()? {
+        check_container(
+            &mut c,
+            &container,
+            windows,
+            userns,
+            pod_seccomp_ok,
+            pod_non_root,
+        )?;
+    }
+    Ok(c.out)
+}
+
+/// Checks shared by the Pod's and the containers' security contexts: SELinux, seccomp
+/// (baseline form), runAsUser (restricted), AppArmor field and Windows host process.
+fn check_context_common(
+    c: &mut Checker<'_, '_>,
+    ctx: &At<'_>,
+    windows: bool,
+) -> Result<(), PolicyError> {
+    let restricted = c.level == Level::Restricted;
+    let userns = in_user_namespace(&c.pod.spec)?;
+    if let Some(se) = ctx.get_object("seLinuxOptions")? {
+        let ty = se.get_str("type")?.unwrap_or("");
+        if !BASELINE_SELINUX_TYPES.contains(&ty) {
+            c.fail(
+                &se.path.field("type"),
+                quoted(ty),
+                "seLinuxOptions",
+                "container_t, container_init_t, container_kvm_t, container_engine_t or unset",
+            );
+        }
+        for field in ["user", "role"] {
+            if let Some(v) = se.get_str(field)?
+                && !v.is_empty()
+            {
+                c.fail(&se.path.field(field), quoted(v), "seLinuxOptions", "unset");
+            }
+        }
+    }
+    if let Some(p) = ctx.get_object("seccompProfile")?
+        && let Some(ty) = p.get_str("type")?
+    {
+        if ty == "Unconfined" {
+            let allowed = if restricted {
+                "RuntimeDefault, Localhost"
+            } else {
+                "anything but Unconfined"
+            };
+            if !(restricted && windows) {
+                c.fail(&p.path.field("type"), quoted(ty), "seccompProfile", allowed);
+            }
+        } else if restricted && !windows && !matches!(ty, "RuntimeDefault" | "Localhost") {
+            c.fail(
+                &p.path.field("type"),
+                quoted(ty),
+                "seccompProfile",
+                "RuntimeDefault, Localhost",
+            );
+        }
+    }
+    if let Some(p) = ctx.get_object("appArmorProfile")?
+        && let Some(ty) = p.get_str("type")?
+        && !matches!(ty, "RuntimeDefault" | "Localhost")
+    {
+        c.fail(
+            &p.path.field("type"),
+            quoted(ty),
+            "forbidden AppArmor profile",
+            "RuntimeDefault, Localhost",
+        );
+    }
+    if let Some(w) = ctx.get_object("windowsOptions")?
+        && w.get_bool("hostProcess")? == Some(true)
+    {
+        c.fail(
+            &w.path.field("hostProcess"),
+            "true".into(),
+            "hostProcess",
+            "false or unset",
+        );
+    }
+    if restricted
+        && !userns
+        && let Some(uid) = ctx.get("runAsUser")?
+        && uid.value.as_i64() == Some(0)
+    {
+        c.fail(&uid.path, "0".into(), "runAsUser=0", "non-zero or unset");
+    }
+    Ok(())
+}
+
+fn check_container(
+    c: &mut Checker<'_, '_>,
+    container: &Container<'_>,
+    windows: bool,
+    userns: bool,
+    pod_seccomp_ok: bool,
+    pod_non_root: bool,
+) -> Result<(), PolicyError> {
+    let restricted = c.level == Level::Restricted;
+    let node = &container.node;
+    let ctx = container_context(container)?;
+    let sc_path = node.path.field("securityContext");
+    if let Some(ctx) = &ctx {
+        if ctx.get_bool("privileged")? == Some(true) {
+            c.fail(
+                &ctx.path.field("privileged"),
+                "true".into(),
+                "privileged",
+                "false or unset",
+            );
+        }
+        check_context_common(c, ctx, windows)?;
+        if let Some(pm) = ctx.get_str("procMount")?
+            && pm != "Default"
+            && (restricted || !userns)
+        {
+            let allowed = if restricted {
+                "Default"
+            } else {
+                "Default (any value with hostUsers: false)"
+            };
+            c.fail(
+                &ctx.path.field("procMount"),
+                quoted(pm),
+                "procMount",
+                allowed,
+            );
+        }
+    }
+    // capabilities
+    let caps = match &ctx {
+        Some(ctx) => ctx.get_object("capabilities")?,
+        None => None,
+    };
+    let (adds, drops) = match &caps {
+        Some(caps) => (caps.get_list("add")?, caps.get_str_list("drop")?),
+        None => (Vec::new(), Vec::new()),
+    };
+    for add in &adds {
+        let name = add
+            .value
+            .as_str()
+            .ok_or_else(|| PolicyError::malformed(&add.path, "expected a string"))?;
+        if restricted && !windows {
+            if name != "NET_BIND_SERVICE" {
+                c.fail(
+                    &add.path,
+                    quoted(name),
+                    "unrestricted capabilities",
+                    "NET_BIND_SERVICE",
+                );
+            }
+        } else if !BASELINE_CAPABILITIES.contains(&name) {
+            c.fail(
+                &add.path,
+                quoted(name),
+                "non-default capabilities",
+                &BASELINE_CAPABILITIES.join(", "),
+            );
+        }
+    }
+    if restricted && !windows && !drops.contains(&"ALL") {
+        let path = sc_path.field("capabilities").field("drop");
+        let found = if drops.is_empty() {
+            "nil".to_owned()
+        } else {
+            format!(
+                "[{}]",
+                drops
+                    .iter()
+                    .map(|d| quoted(d))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        c.fail(
+            &path,
+            found,
+            "unrestricted capabilities",
+            "a list containing \"ALL\"",
+        );
+    }
+    if restricted && !windows {
+        let ape = match &ctx {
+            Some(ctx) => ctx.get("allowPrivilegeEscalation")?,
+            None => None,
+        };
+        if ape.as_ref().map(|a| a.value) != Some(&Value::Bool(false)) {
+            let found = ape.as_ref().map_or("nil".to_owned(), |a| render(a.value));
+            c.fail(
+                &sc_path.field("allowPrivilegeEscalation"),
+                found,
+                "allowPrivilegeEscalation != false",
+                "false",
+            );
+        }
+    }
+    if restricted && !userns && !pod_non_root {
+        let own = match &ctx {
+            Some(ctx) => ctx.get_bool("runAsNonRoot")?,
+            None => None,
+        };
+        // An explicit false is reported by the container's own value; unset fails only
+        // when the Pod does not set true.
+        if own != Some(true) {
+            let found = own.map_or("nil".to_owned(), |b| b.to_string());
+            c.fail(
+                &sc_path.field("runAsNonRoot"),
+                found,
+                "runAsNonRoot != true",
+                "true (here or on the Pod)",
+            );
+        }
+    } else if restricted && !userns {
+        if let Some(ctx) = &ctx
+            && ctx.get_bool("runAsNonRoot")? == Some(false)
+        {
+            c.fail(
+                &ctx.path.field("runAsNonRoot"),
+                "false".into(),
+                "runAsNonRoot != true",
+                "true or unset",
+            );
+        }
+    }
+    if restricted && !windows && !pod_seccomp_ok {
+        let own = match &ctx {
+            Some(ctx) => ctx.get_object("seccompProfile")?,
+            None => None,
+        };
+        // A set but wrong type is reported by the common check.
+        if own.is_none() {
+            c.fail(
+                &sc_path.field("seccompProfile"),
+                "nil".into(),
+                "seccompProfile",
+                "type RuntimeDefault or Localhost here or on the Pod",
+            );
+        }
+    }
+    // host ports
+    for port in node.get_list("ports")? {
+        if let Some(hp) = port.get_i64("hostPort")?
+            && hp != 0
+        {
+            c.fail(
+                &port.path.field("hostPort"),
+                hp.to_string(),
+                "hostPort",
+                "0 or unset",
+            );
+        }
+    }
+    // probe and lifecycle hosts
+    let mut handlers = Vec::new();
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = node.get_object(probe)? {
+            handlers.push(p);
+        }
+    }
+    if let Some(lc) = node.get_object("lifecycle")? {
+        for hook in ["postStart", "preStop"] {
+            if let Some(h) = lc.get_object(hook)? {
+                handlers.push(h);
+            }
+        }
+    }
+    for h in handlers {
+        for action in ["httpGet", "tcpSocket"] {
+            if let Some(a) = h.get_object(action)?
+                && let Some(host) = a.get_str("host")?
+                && !host.is_empty()
+            {
+                c.fail(
+                    &a.path.field("host"),
+                    quoted(host),
+                    "probe or lifecycle host",
+                    "unset",
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::PodKind;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    fn restricted_pod() -> Value {
+        json!({"spec": {
+            "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": "a", "image": "x", "securityContext": {
+                "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]}})
+    }
+
+    fn run(level: Level, pod: &Value) -> Vec<String> {
+        let view = PodView::read(pod, PodKind::Pod).unwrap().unwrap();
+        check(level, &view)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn with(patch: Value) -> Value {
+        let mut pod = restricted_pod();
+        json_patch_merge(&mut pod, &patch);
+        pod
+    }
+
+    fn json_patch_merge(target: &mut Value, patch: &Value) {
+        if let (Some(t), Some(p)) = (target.as_object_mut(), patch.as_object()) {
+            for (k, v) in p {
+                if v.is_object() && t.get(k).is_some_and(Value::is_object) {
+                    json_patch_merge(t.get_mut(k).unwrap(), v);
+                } else {
+                    t.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn compliant_pod_passes_every_level() {
+        for level in [Level::Privileged, Level::Baseline, Level::Restricted] {
+            assert!(run(level, &restricted_pod()).is_empty(), "{level:?}");
+        }
+        let minimal = json!({"spec": {"containers": [{"name": "a"}]}});
+        assert!(run(Level::Baseline, &minimal).is_empty());
+        assert_eq!(run(Level::Restricted, &minimal).len(), 4);
+    }
+
+    #[rstest]
+    #[case(json!({"spec": {"hostPID": true}}), "host namespaces")]
+    #[case(json!({"spec": {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}}), "restricted volume types")]
+    #[case(json!({"spec": {"volumes": [{"name": "n", "nfs": {"server": "s", "path": "/"}}]}}), "restricted volume types")]
+    #[case(json!({"spec": {"securityContext": {"runAsUser": 0}}}), "runAsUser=0")]
+    #[case(json!({"spec": {"securityContext": {"runAsNonRoot": false}}}), "runAsNonRoot != true")]
+    #[case(json!({"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}}), "seccompProfile")]
+    #[case(json!({"spec": {"securityContext": {"sysctls": [{"name": "net.core.somaxconn", "value": "1"}]}}}), "forbidden sysctls")]
+    #[case(json!({"spec": {"securityContext": {"seLinuxOptions": {"user": "system_u"}}}}), "seLinuxOptions")]
+    #[case(json!({"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/a": "unconfined"}}}), "forbidden AppArmor profile")]
+    #[case(json!({"spec": {"securityContext": {"windowsOptions": {"hostProcess": true}}}}), "hostProcess")]
+    fn restricted_pod_level_failures(#[case] patch: Value, #[case] reason: &str) {
+        let msgs = run(Level::Restricted, &with(patch));
+        assert!(!msgs.is_empty());
+        assert!(
+            msgs.iter().all(|m| m.contains(&format!("({reason})"))),
+            "{msgs:?}"
+        );
+    }
+
+    fn container_with(sc: Value) -> Value {
+        let mut pod = restricted_pod();
+        let c = &mut pod["spec"]["containers"][0]["securityContext"];
+        json_patch_merge(c, &sc);
+        pod
+    }
+
+    #[rstest]
+    #[case(json!({"privileged": true}), "privileged")]
+    #[case(json!({"capabilities": {"add": ["NET_RAW"], "drop": ["ALL"]}}), "unrestricted capabilities")]
+    #[case(json!({"capabilities": {"drop": ["all"]}}), "unrestricted capabilities")]
+    #[case(json!({"allowPrivilegeEscalation": true}), "allowPrivilegeEscalation != false")]
+    #[case(json!({"runAsNonRoot": false}), "runAsNonRoot != true")]
+    #[case(json!({"procMount": "Unmasked"}), "procMount")]
+    #[case(json!({"seccompProfile": {"type": "Unconfined"}}), "seccompProfile")]
+    #[case(json!({"appArmorProfile": {"type": "Unconfined"}}), "forbidden AppArmor profile")]
+    #[case(json!({"seLinuxOptions": {"type": "spc_t"}}), "seLinuxOptions")]
+    #[case(json!({"runAsUser": 0}), "runAsUser=0")]
+    fn restricted_container_failures(#[case] sc: Value, #[case] reason: &str) {
+        let msgs = run(Level::Restricted, &container_with(sc));
+        assert_eq!(msgs.len(), 1, "{msgs:?}");
+        assert!(msgs[0].starts_with("spec.containers[0]"), "{msgs:?}");
+        assert!(msgs[0].contains(&format!("({reason})")), "{msgs:?}");
+    }
+
+    #[test]
+    fn baseline_specifics() {
+        let base = |patch: Value| {
+            let mut pod = json!({"spec": {"containers": [{"name": "a"}]}});
+            json_patch_merge(&mut pod, &patch);
+            run(Level::Baseline, &pod)
+        };
+        assert!(
+            base(
+                json!({"spec": {"securityContext": {"sysctls": [{"name": "net.ipv4.tcp_rmem"}]}}})
+            )
+            .is_empty()
+        );
+        assert!(base(json!({"spec": {"securityContext": {"seLinuxOptions": {"type": "container_engine_t"}}}})).is_empty());
+        assert_eq!(
+            base(json!({"spec": {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}})).len(),
+            1
+        );
+        assert!(base(json!({"spec": {"volumes": [{"name": "n", "nfs": {}}]}})).is_empty());
+        // procMount is free in a user namespace under baseline, not under restricted
+        let userns = json!({"spec": {"hostUsers": false, "containers": [{"name": "a", "securityContext": {"procMount": "Unmasked"}}]}});
+        assert!(run(Level::Baseline, &userns).is_empty());
+        let probe = json!({"spec": {"containers": [{"name": "a", "livenessProbe": {"httpGet": {"host": "evil", "port": 80}},
+            "lifecycle": {"preStop": {"tcpSocket": {"host": "x", "port": 1}}}, "ports": [{"containerPort": 80, "hostPort": 8080}]}]}});
+        let msgs = run(Level::Baseline, &probe);
+        assert_eq!(msgs.len(), 3, "{msgs:?}");
+        assert!(msgs[0].starts_with(
+            "spec.containers[0].ports[0].hostPort: 8080 violates baseline (hostPort)"
+        ));
+        assert!(msgs[1].starts_with("spec.containers[0].livenessProbe.httpGet.host: \"evil\""));
+    }
+
+    #[test]
+    fn user_namespaces_relax_restricted_identity_checks() {
+        let pod = with(
+            json!({"spec": {"hostUsers": false, "securityContext": {"runAsNonRoot": null, "runAsUser": 0}}}),
+        );
+        assert!(
+            run(Level::Restricted, &pod).is_empty(),
+            "{:?}",
+            run(Level::Restricted, &pod)
+        );
+        let pod = json!({"spec": {"hostUsers": false, "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": "a", "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "procMount": "Unmasked"}}]}});
+        assert_eq!(run(Level::Restricted, &pod).len(), 1);
+    }
+
+    #[test]
+    fn windows_pods_are_exempt_from_linux_only_checks() {
+        let pod = json!({"spec": {"os": {"name": "windows"}, "securityContext": {"runAsNonRoot": true}, "containers": [{"name": "a"}]}});
+        assert!(
+            run(Level::Restricted, &pod).is_empty(),
+            "{:?}",
+            run(Level::Restricted, &pod)
+        );
+    }
+
+    #[test]
+    fn every_container_list_is_checked() {
+        let pod = json!({"spec": {"initContainers": [{"name": "i", "securityContext": {"privileged": true}}],
+            "ephemeralContainers": [{"name": "e", "securityContext": {"privileged": true}}], "containers": [{"name": "a"}]}});
+        let msgs = run(Level::Baseline, &pod);
+        assert_eq!(msgs.len(), 2);
+        assert!(msgs[0].starts_with("spec.initContainers[0].securityContext.privileged"));
+        assert!(msgs[1].starts_with("spec.ephemeralContainers[0].securityContext.privileged"));
+    }
+}
