@@ -69,8 +69,17 @@ annotate: policies testdrive
 	  echo "target/annotated/$$p.wasm"; \
 	done
 
+# Per policy: wasm size, µs/request with a fresh instance (as policy-server) and with a
+# reused one (as kwctl bench); then the same inputs through the core natively, for the
+# policies that have examples/native_bench.rs.
 bench: policies testdrive
 	$(TESTDRIVE) bench --wasm-dir $(WASM_DIR)
+	@$(TESTDRIVE) bench --emit-payloads target/bench-inputs > /dev/null
+	@for p in $(POLICIES); do \
+	  if [ -f policies/$$p/examples/native_bench.rs ] && [ -f target/bench-inputs/$$p.json ]; then \
+	    $(CARGO) run -q --profile host -p $$p --example native_bench -- target/bench-inputs/$$p.json || exit 1; \
+	  fi; \
+	done
 
 clean:
 	$(CARGO) clean

@@ -96,6 +96,40 @@ impl ClassKind {
     }
 }
 
+/// One class object read at most once per request: the first [`ClassFetch::get`] asks the
+/// cluster, later calls return the same answer (including the same failure), so a policy
+/// that needs the object for several rules never repeats a lookup.
+#[derive(Debug)]
+pub struct ClassFetch<'k> {
+    kind: &'k ClassKind,
+    name: String,
+    result: Option<Result<Option<Value>, PolicyError>>,
+}
+
+impl<'k> ClassFetch<'k> {
+    /// A not yet fetched class object.
+    pub fn new(kind: &'k ClassKind, name: &str) -> Self {
+        ClassFetch {
+            kind,
+            name: name.to_owned(),
+            result: None,
+        }
+    }
+
+    /// The class object (`None` when it does not exist), fetched on first use.
+    pub fn get(&mut self, lookups: &mut Lookups<'_>) -> Result<Option<Value>, PolicyError> {
+        if self.result.is_none() {
+            self.result = Some(self.kind.fetch(&self.name, lookups));
+        }
+        self.result.clone().unwrap_or(Ok(None))
+    }
+
+    /// The answer if the object was already fetched.
+    pub fn fetched(&self) -> Option<&Result<Option<Value>, PolicyError>> {
+        self.result.as_ref()
+    }
+}
+
 /// A validated class allow-list.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClassAllowList {
@@ -326,6 +360,43 @@ impl ClassAllowList {
     }
 }
 
+/// Settings of a policy made only of a top-level class allow-list and `onLookupError`
+/// (runtime-class-policy, gateway-class-policy).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassPolicySettings {
+    /// The allowed classes and the tenant default.
+    pub classes: ClassAllowList,
+    /// What a failed class lookup does.
+    pub on_lookup_error: OnLookupError,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawOnLookupError {
+    on_lookup_error: Option<OnLookupError>,
+}
+
+impl ClassPolicySettings {
+    /// Decodes and validates the settings; at least one class field is required.
+    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+        let (classes, rest) = ClassAllowList::from_top_level(raw, true)?;
+        let rest: RawOnLookupError = decode(&rest)?;
+        let classes = classes.ok_or_else(missing_class_fields)?;
+        Ok(ClassPolicySettings {
+            classes,
+            on_lookup_error: rest.on_lookup_error.unwrap_or_default(),
+        })
+    }
+}
+
+/// The refusal of top-level settings without any class field.
+pub fn missing_class_fields() -> SettingsError {
+    SettingsError::new(
+        "",
+        "at least one of allowed, allowedRegex, selector or default is required (write `allowed: []` to forbid every explicit class)",
+    )
+}
+
 /// Records the outcome of a class check at `path`: a violation, or — for a failed lookup
 /// with `onLookupError: accept` — a warning that the check was skipped (each warning once).
 /// A failed lookup with `reject`, and any other error, is returned.
@@ -405,7 +476,7 @@ mod tests {
     #[case(json!({"default": ""}), "default", "must not be empty")]
     #[case(json!({"allowed": ["a", "a"]}), "allowed[1]", "duplicate entry")]
     #[case(json!({"allowed": "a"}), "allowed", "invalid type")]
-    #[case(json!({"allowedClasses": ["a"]}), "", "unknown field `allowedClasses`")]
+    #[case(json!({"allowedClasses": ["a"]}), "allowedClasses", "unknown field `allowedClasses`")]
     fn refused(#[case] raw: Value, #[case] path: &str, #[case] problem: &str) {
         let e = ClassAllowList::parse(&raw, true).unwrap_err();
         assert_eq!(e.path, path, "{e}");
@@ -516,6 +587,26 @@ mod tests {
         let (list, _) =
             ClassAllowList::from_top_level(&json!({"onLookupError": "accept"}), true).unwrap();
         assert!(list.is_none());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn names_and_default_decide_without_lookup(
+            names in proptest::collection::vec("[a-c]{1,3}", 0..4),
+            default in proptest::option::of("[a-c]{1,3}"),
+            probe in "[a-c]{1,3}",
+        ) {
+            let mut raw = json!({"allowed": names.iter().collect::<std::collections::BTreeSet<_>>()});
+            if let Some(d) = &default {
+                raw["default"] = json!(d);
+            }
+            let list = ClassAllowList::parse(&raw, true).unwrap();
+            let expected = names.contains(&probe) || default.as_deref() == Some(probe.as_str());
+            proptest::prop_assert_eq!(list.allows_by_name(&probe), expected);
+            // without a selector the decision never needs the class object
+            let out = list.judge_with(&kind(), &probe, || panic!("no lookup expected")).unwrap();
+            proptest::prop_assert_eq!(out == ClassOutcome::Allowed, expected);
+        }
     }
 
     #[test]

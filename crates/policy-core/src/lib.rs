@@ -5,6 +5,7 @@
 //! [`verdict::Verdict`] becomes the policy's answer. A policy crate implements
 //! [`policy::Policy`] and exports it with [`export_policy!`].
 
+pub mod bench;
 pub mod class;
 pub mod cluster;
 pub mod error;
@@ -25,6 +26,7 @@ pub mod selector;
 pub mod settings;
 pub mod toleration;
 pub mod verdict;
+pub mod workload;
 
 pub use error::{PolicyError, SettingsError};
 pub use path::FieldPath;

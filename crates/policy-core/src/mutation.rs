@@ -24,20 +24,19 @@ pub fn object_at<'a>(
     let mut current = root;
     let mut at = FieldPath::empty();
     for segment in path {
-        at = at.field(segment);
         let map = current
             .as_object_mut()
             .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))?;
+        at = at.field(segment);
         let slot = map.entry((*segment).to_owned()).or_insert(Value::Null);
         if slot.is_null() {
             *slot = Value::Object(Map::new());
         }
         current = slot;
     }
-    let path_str = at;
     current
         .as_object_mut()
-        .ok_or_else(|| PolicyError::malformed(&path_str, "expected an object"))
+        .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))
 }
 
 /// Sets `key` of the map at `path` to `value`.

@@ -455,17 +455,17 @@ fn check_container(
                 "true (here or on the Pod)",
             );
         }
-    } else if restricted && !userns {
-        if let Some(ctx) = &ctx
-            && ctx.get_bool("runAsNonRoot")? == Some(false)
-        {
-            c.fail(
-                &ctx.path.field("runAsNonRoot"),
-                "false".into(),
-                "runAsNonRoot != true",
-                "true or unset",
-            );
-        }
+    } else if restricted
+        && !userns
+        && let Some(ctx) = &ctx
+        && ctx.get_bool("runAsNonRoot")? == Some(false)
+    {
+        c.fail(
+            &ctx.path.field("runAsNonRoot"),
+            "false".into(),
+            "runAsNonRoot != true",
+            "true or unset",
+        );
     }
     if restricted && !windows && !pod_seccomp_ok {
         let own = match &ctx {

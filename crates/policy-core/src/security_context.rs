@@ -252,6 +252,87 @@ pub fn volume_type<'a>(volume: &At<'a>) -> Result<&'a str, PolicyError> {
         .unwrap_or("emptyDir"))
 }
 
+/// Checks the JSON types of every security-relevant field of a pod spec (Pod and container
+/// security contexts, capabilities, host ports, volume mounts, volumes), so that a malformed
+/// object is rejected (400, naming the field) whatever subset of fields a rule happens to
+/// read.
+pub fn check_shape(pod: &PodView<'_>) -> Result<(), PolicyError> {
+    fn profile(ctx: &At<'_>, name: &str) -> Result<(), PolicyError> {
+        if let Some(p) = ctx.get_object(name)? {
+            p.get_str("type")?;
+            p.get_str("localhostProfile")?;
+        }
+        Ok(())
+    }
+    fn common(ctx: &At<'_>) -> Result<(), PolicyError> {
+        ctx.get_i64("runAsUser")?;
+        ctx.get_i64("runAsGroup")?;
+        ctx.get_bool("runAsNonRoot")?;
+        if let Some(se) = ctx.get_object("seLinuxOptions")? {
+            for f in ["user", "role", "type", "level"] {
+                se.get_str(f)?;
+            }
+        }
+        profile(ctx, "seccompProfile")?;
+        profile(ctx, "appArmorProfile")?;
+        if let Some(w) = ctx.get_object("windowsOptions")? {
+            w.get_bool("hostProcess")?;
+        }
+        Ok(())
+    }
+    let spec = &pod.spec;
+    for flag in ["hostNetwork", "hostPID", "hostIPC", "hostUsers"] {
+        spec.get_bool(flag)?;
+    }
+    spec.get_str("runtimeClassName")?;
+    spec.get_str("serviceAccountName")?;
+    if let Some(meta) = &pod.metadata {
+        meta.get_string_map("annotations")?;
+    }
+    if let Some(ctx) = pod_context(spec)? {
+        common(&ctx)?;
+        ctx.get_i64("fsGroup")?;
+        for g in ctx.get_list("supplementalGroups")? {
+            if !g.value.is_i64() {
+                return Err(PolicyError::malformed(&g.path, "expected an integer"));
+            }
+        }
+        for s in ctx.get_list("sysctls")? {
+            s.get_str("name")?;
+        }
+    }
+    for v in spec.get_list("volumes")? {
+        v.get_str("name")?;
+        volume_type(&v)?;
+    }
+    for c in pod.containers()? {
+        c.node.get_str("name")?;
+        for port in c.node.get_list("ports")? {
+            port.get_i64("hostPort")?;
+        }
+        for m in c.node.get_list("volumeMounts")? {
+            m.get_str("name")?;
+            m.get_bool("readOnly")?;
+        }
+        if let Some(ctx) = container_context(&c)? {
+            common(&ctx)?;
+            for f in [
+                "privileged",
+                "allowPrivilegeEscalation",
+                "readOnlyRootFilesystem",
+            ] {
+                ctx.get_bool(f)?;
+            }
+            ctx.get_str("procMount")?;
+            if let Some(caps) = ctx.get_object("capabilities")? {
+                caps.get_str_list("add")?;
+                caps.get_str_list("drop")?;
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,5 +449,37 @@ mod tests {
         let at = At::new(&s, FieldPath::root("spec"));
         assert!(is_windows(&at).unwrap());
         assert!(in_user_namespace(&at).unwrap());
+    }
+
+    #[test]
+    fn shape_errors_name_the_field() {
+        let bad = [
+            (
+                json!({"spec": {"containers": [{"name": "a", "securityContext": {"runAsUser": "0"}}]}}),
+                "spec.containers[0].securityContext.runAsUser: expected an integer",
+            ),
+            (
+                json!({"spec": {"securityContext": {"supplementalGroups": [1, "2"]}, "containers": []}}),
+                "spec.securityContext.supplementalGroups[1]: expected an integer",
+            ),
+            (
+                json!({"spec": {"containers": [{"name": "a", "securityContext": {"capabilities": {"drop": "ALL"}}}]}}),
+                "spec.containers[0].securityContext.capabilities.drop: expected a list",
+            ),
+            (
+                json!({"spec": {"hostNetwork": "true", "containers": []}}),
+                "spec.hostNetwork: expected a boolean",
+            ),
+            (
+                json!({"spec": {"containers": [{"name": "a", "volumeMounts": [{"name": "v", "readOnly": "yes"}]}]}}),
+                "spec.containers[0].volumeMounts[0].readOnly: expected a boolean",
+            ),
+        ];
+        for (obj, msg) in bad {
+            let view = PodView::read(&obj, PodKind::Pod).unwrap().unwrap();
+            assert_eq!(check_shape(&view).unwrap_err().to_string(), msg);
+        }
+        let ok = json!({"spec": {"securityContext": {"runAsUser": 1, "sysctls": [{"name": "a", "value": "1"}]}, "containers": [{"name": "a", "securityContext": {"capabilities": {"add": ["X"]}}}]}});
+        assert!(check_shape(&PodView::read(&ok, PodKind::Pod).unwrap().unwrap()).is_ok());
     }
 }

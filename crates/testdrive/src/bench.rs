@@ -69,13 +69,37 @@ pub fn load_bench_file(path: &Path) -> Result<Vec<BenchScenario>> {
             };
             let overrides: Vec<&Value> = e.override_.iter().collect();
             let scenario = resolve_scenario(path, &CaseDefaults::default(), &fields, &overrides)
-                .map_err(|err| Error::Invalid(format!("{}: bench `{}`: {err}", path.display(), e.name)))?;
+                .map_err(|err| {
+                    Error::Invalid(format!("{}: bench `{}`: {err}", path.display(), e.name))
+                })?;
             Ok(BenchScenario {
                 name: e.name,
                 scenario,
             })
         })
         .collect()
+}
+
+/// The bench entries as inputs of a policy's native benchmark
+/// (`policy_core::bench::BenchInput`): `[{name, payload: {request, settings}, cluster}]`.
+pub fn native_inputs(benches: &[BenchScenario]) -> Value {
+    Value::Array(
+        benches
+            .iter()
+            .map(|b| {
+                let cluster = match &b.scenario.cluster {
+                    crate::cases::ClusterState::None => Vec::new(),
+                    crate::cases::ClusterState::Replay(r) => r.objects(),
+                    crate::cases::ClusterState::Objects(o) => o.objects().to_vec(),
+                };
+                serde_json::json!({
+                    "name": b.name,
+                    "payload": {"request": b.scenario.request, "settings": b.scenario.settings},
+                    "cluster": cluster,
+                })
+            })
+            .collect(),
+    )
 }
 
 /// Latency statistics of one measurement.
@@ -148,7 +172,11 @@ impl Default for BenchOptions {
 
 /// Benchmarks one scenario. Settings are validated first (an invalid
 /// configuration is an error, not a number).
-pub fn bench_scenario(host: &Host, bench: &BenchScenario, options: &BenchOptions) -> Result<BenchResult> {
+pub fn bench_scenario(
+    host: &Host,
+    bench: &BenchScenario,
+    options: &BenchOptions,
+) -> Result<BenchResult> {
     let s = &bench.scenario;
     let settings = host.validate_settings(&s.settings)?;
     if !settings.valid {
@@ -244,9 +272,16 @@ mod tests {
         .unwrap();
         let b = load_bench_file(&d.join("bench.yaml")).unwrap();
         assert_eq!(b.len(), 2);
-        assert_eq!(b[0].scenario.request.as_ref().unwrap()["operation"], "UPDATE");
+        assert_eq!(
+            b[0].scenario.request.as_ref().unwrap()["operation"],
+            "UPDATE"
+        );
         assert_eq!(b[1].scenario.settings["x"], 1);
-        std::fs::write(d.join("bench.yaml"), "- name: a\n  request: r.json\n  iterations: 3\n").unwrap();
+        std::fs::write(
+            d.join("bench.yaml"),
+            "- name: a\n  request: r.json\n  iterations: 3\n",
+        )
+        .unwrap();
         assert!(load_bench_file(&d.join("bench.yaml")).is_err());
         std::fs::remove_dir_all(&d).unwrap();
     }

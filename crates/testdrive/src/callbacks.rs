@@ -289,9 +289,11 @@ pub struct NoCluster {
 impl Callbacks for NoCluster {
     fn kubernetes(&mut self, request: &KubernetesRequest) -> std::result::Result<Vec<u8>, String> {
         self.asked.push(request.summary());
-        Err("testdrive: no cluster state was provided for this evaluation \
+        Err(
+            "testdrive: no cluster state was provided for this evaluation \
              (use a replay session or `cluster:` objects)"
-            .to_owned())
+                .to_owned(),
+        )
     }
 
     fn problems(&self) -> Vec<String> {
@@ -445,5 +447,34 @@ mod tests {
         assert_eq!(nc.problems().len(), 1);
         nc.reset();
         assert!(nc.problems().is_empty());
+    }
+
+    #[test]
+    fn recorder_writes_a_replayable_session() {
+        let objects = crate::ClusterObjects::new(vec![serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}
+        })])
+        .unwrap();
+        let mut rec = Recorder::new(objects);
+        let found = KubernetesRequest::from_host_call(
+            "get_resource",
+            br#"{"api_version":"v1","kind":"Namespace","name":"a","namespace":null,"disable_cache":false}"#,
+        )
+        .unwrap()
+        .unwrap();
+        let missing = KubernetesRequest::from_host_call(
+            "get_resource",
+            br#"{"api_version":"v1","kind":"Namespace","name":"b","namespace":null,"disable_cache":false}"#,
+        )
+        .unwrap()
+        .unwrap();
+        let a1 = rec.kubernetes(&found);
+        let b1 = rec.kubernetes(&missing);
+        assert_eq!(rec.exchanges().len(), 2);
+        let yaml = rec.session_yaml().unwrap();
+        let mut replay = crate::ReplaySession::from_yaml_str(&yaml, "recorded").unwrap();
+        assert_eq!(replay.kubernetes(&found), a1);
+        assert_eq!(replay.kubernetes(&missing), b1);
+        assert!(replay.problems().is_empty() && replay.unused().is_empty());
     }
 }

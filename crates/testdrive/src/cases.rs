@@ -223,7 +223,11 @@ pub fn resolve_scenario(
             Some(r)
         }
         None if overrides.is_empty() => None,
-        None => return Err(Error::Invalid("`override` given without a `request`".into())),
+        None => {
+            return Err(Error::Invalid(
+                "`override` given without a `request`".into(),
+            ));
+        }
     };
     // the case's cluster state (either form) replaces the defaults' one
     let (replay, cluster) = if case.replay.is_some() || case.cluster.is_some() {
@@ -272,7 +276,9 @@ fn check_expect(expect: &Expect) -> std::result::Result<(), String> {
     if has_message && expect.no_message {
         return Err("`noMessage` contradicts the message expectations".into());
     }
-    if expect.no_warnings && (expect.warnings.is_some() || expect.warnings_count.is_some_and(|n| n > 0)) {
+    if expect.no_warnings
+        && (expect.warnings.is_some() || expect.warnings_count.is_some_and(|n| n > 0))
+    {
         return Err("`noWarnings` contradicts the warning expectations".into());
     }
     Ok(())
@@ -288,8 +294,7 @@ pub fn load_case_file(path: &Path) -> Result<Vec<ResolvedCase>> {
 
 /// Like [`load_case_file`], from text; `path` resolves relative paths.
 pub fn parse_case_file(text: &str, path: &Path) -> Result<Vec<ResolvedCase>> {
-    let file: CaseFile =
-        serde_yaml::from_str(text).map_err(|e| Error::parse(path.display(), e))?;
+    let file: CaseFile = serde_yaml::from_str(text).map_err(|e| Error::parse(path.display(), e))?;
     let defaults = file.defaults.unwrap_or_default();
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(file.cases.len());
@@ -506,9 +511,12 @@ fn run_case_into(host: &Host, case: &ResolvedCase, failures: &mut Vec<String>) {
         }
     };
     check_evaluation(expect, &eval, failures);
+    let mut fixture_problems = 0;
     match callbacks.lock() {
         Ok(cb) => {
-            failures.extend(cb.problems());
+            let problems = cb.problems();
+            fixture_problems = problems.len();
+            failures.extend(problems);
             failures.extend(cb.unused());
         }
         Err(_) => failures.push("callbacks lock poisoned".to_owned()),
@@ -547,7 +555,9 @@ fn run_case_into(host: &Host, case: &ResolvedCase, failures: &mut Vec<String>) {
             );
         }
     }
-    if !failures.is_empty() && !eval.host_call_errors.is_empty() {
+    // host-call errors explain a surprising verdict, unless the fixture
+    // problems above already did
+    if !failures.is_empty() && fixture_problems == 0 && !eval.host_call_errors.is_empty() {
         failures.push(format!(
             "(host-call errors seen by the policy: {})",
             eval.host_call_errors.join(" | ")
@@ -572,10 +582,7 @@ pub fn case_files(policy_dir: &Path) -> Result<Option<Vec<PathBuf>>> {
         let mut in_dir = Vec::new();
         for entry in entries {
             let p = entry.map_err(|e| Error::io(&dir, e))?.path();
-            if p.is_file()
-                && p.extension()
-                    .is_some_and(|e| e == "yaml" || e == "yml")
-            {
+            if p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
                 in_dir.push(p);
             }
         }
@@ -674,9 +681,9 @@ pub fn check_policy(policy_dir: &Path, options: &CheckOptions) -> PolicyReport {
     let files = match case_files(policy_dir) {
         Ok(Some(f)) => f,
         Ok(None) => {
-            report
-                .warnings
-                .push(format!("{policy}: no cases/ directory or cases.yaml, skipped"));
+            report.warnings.push(format!(
+                "{policy}: no cases/ directory or cases.yaml, skipped"
+            ));
             return report;
         }
         Err(e) => {
@@ -684,10 +691,7 @@ pub fn check_policy(policy_dir: &Path, options: &CheckOptions) -> PolicyReport {
             return report;
         }
     };
-    let policy_matches = options
-        .filter
-        .as_deref()
-        .is_none_or(|f| policy.contains(f));
+    let policy_matches = options.filter.as_deref().is_none_or(|f| policy.contains(f));
     let mut cases = Vec::new();
     for file in &files {
         match load_case_file(file) {
@@ -756,7 +760,9 @@ pub fn check_policy(policy_dir: &Path, options: &CheckOptions) -> PolicyReport {
     match host.protocol_version() {
         Ok(v) if v == "v1" => {}
         Ok(v) => {
-            report.error = Some(format!("{policy}: protocol_version answered {v:?}, expected \"v1\""));
+            report.error = Some(format!(
+                "{policy}: protocol_version answered {v:?}, expected \"v1\""
+            ));
         }
         Err(e) => report.error = Some(format!("{policy}: {e}")),
     }
@@ -817,13 +823,19 @@ cases:
 
         let s0 = cases[0].scenario.as_ref().unwrap();
         assert_eq!(s0.settings["protectedTaints"][0]["key"], "dedicated");
-        assert_eq!(s0.request.as_ref().unwrap()["userInfo"]["username"], "alice");
+        assert_eq!(
+            s0.request.as_ref().unwrap()["userInfo"]["username"],
+            "alice"
+        );
         assert!(matches!(s0.cluster, ClusterState::None));
 
         let s1 = cases[1].scenario.as_ref().unwrap();
         let r1 = s1.request.as_ref().unwrap();
         assert_eq!(r1["operation"], "UPDATE");
-        assert_eq!(r1["userInfo"], json!({"username": "bob", "groups": ["tenantA-users"]}));
+        assert_eq!(
+            r1["userInfo"],
+            json!({"username": "bob", "groups": ["tenantA-users"]})
+        );
         assert_eq!(cases[1].expect.patch, Some(vec![]));
         assert!(cases[1].expect.no_message);
 
@@ -855,7 +867,12 @@ cases:
     #[test]
     fn refuses_duplicate_names() {
         let text = "cases:\n- {name: a, request: {uid: x}, expect: {allowed: true}}\n- {name: a, request: {uid: x}, expect: {allowed: true}}\n";
-        assert!(parse_case_file(text, Path::new("c.yaml")).unwrap_err().to_string().contains("duplicate"));
+        assert!(
+            parse_case_file(text, Path::new("c.yaml"))
+                .unwrap_err()
+                .to_string()
+                .contains("duplicate")
+        );
     }
 
     #[test]
@@ -875,7 +892,11 @@ cases:
             .iter()
             .map(|c| c.scenario.as_ref().err().cloned().unwrap_or_default())
             .collect();
-        assert!(errs[0].contains("`expect.allowed` is required"), "{}", errs[0]);
+        assert!(
+            errs[0].contains("`expect.allowed` is required"),
+            "{}",
+            errs[0]
+        );
         assert!(errs[1].contains("nope.json"), "{}", errs[1]);
         assert!(errs[2].contains("mutually exclusive"), "{}", errs[2]);
         assert!(errs[3].contains("no `request`"), "{}", errs[3]);
@@ -897,12 +918,23 @@ cases:
 - {name: own objects, cluster: [], expect: {allowed: true}}
 "#;
         let cases = parse_case_file(text, &d.join("c.yaml")).unwrap();
-        assert!(matches!(cases[0].scenario.as_ref().unwrap().cluster, ClusterState::Replay(_)));
-        assert!(matches!(cases[1].scenario.as_ref().unwrap().cluster, ClusterState::Objects(_)));
+        assert!(matches!(
+            cases[0].scenario.as_ref().unwrap().cluster,
+            ClusterState::Replay(_)
+        ));
+        assert!(matches!(
+            cases[1].scenario.as_ref().unwrap().cluster,
+            ClusterState::Objects(_)
+        ));
         std::fs::remove_dir_all(&d).unwrap();
     }
 
-    fn eval(allowed: bool, message: Option<&str>, patch: Option<Value>, warnings: &[&str]) -> Evaluation {
+    fn eval(
+        allowed: bool,
+        message: Option<&str>,
+        patch: Option<Value>,
+        warnings: &[&str],
+    ) -> Evaluation {
         Evaluation {
             response: crate::AdmissionResponse {
                 uid: "u".into(),
@@ -911,7 +943,8 @@ cases:
                     message: Some(m.into()),
                     code: Some(403),
                 }),
-                warnings: (!warnings.is_empty()).then(|| warnings.iter().map(|w| w.to_string()).collect()),
+                warnings: (!warnings.is_empty())
+                    .then(|| warnings.iter().map(|w| w.to_string()).collect()),
                 ..Default::default()
             },
             patch,
@@ -933,26 +966,71 @@ cases:
     #[test]
     fn expectations() {
         let rejected = eval(false, Some("operator \"Exists\" is refused"), None, &[]);
-        assert!(failures(&expect("{allowed: false, code: 403, message: 'operator \"Exists\"'}"), &rejected).is_empty());
-        assert!(failures(&expect("{allowed: false, messages: [operator, refused]}"), &rejected).is_empty());
-        let f = failures(&expect("{allowed: true, code: 400, message: nope}"), &rejected);
+        assert!(
+            failures(
+                &expect("{allowed: false, code: 403, message: 'operator \"Exists\"'}"),
+                &rejected
+            )
+            .is_empty()
+        );
+        assert!(
+            failures(
+                &expect("{allowed: false, messages: [operator, refused]}"),
+                &rejected
+            )
+            .is_empty()
+        );
+        let f = failures(
+            &expect("{allowed: true, code: 400, message: nope}"),
+            &rejected,
+        );
         assert_eq!(f.len(), 3, "{f:?}");
         assert!(f[0].starts_with("allowed: expected true, got false"));
-        assert!(failures(&expect("{allowed: false, messageExact: 'operator \"Exists\" is refused'}"), &rejected).is_empty());
-        assert_eq!(failures(&expect("{allowed: false, noMessage: true}"), &rejected).len(), 1);
+        assert!(
+            failures(
+                &expect("{allowed: false, messageExact: 'operator \"Exists\" is refused'}"),
+                &rejected
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            failures(&expect("{allowed: false, noMessage: true}"), &rejected).len(),
+            1
+        );
 
         let patch = json!([{"op": "add", "path": "/spec/x", "value": 1}]);
         let mutated = eval(true, None, Some(patch.clone()), &["toleration added"]);
         assert!(failures(&expect("{allowed: true, patch: [{op: add, path: /spec/x, value: 1}], warnings: [added], warningsCount: 1}"), &mutated).is_empty());
-        let f = failures(&expect("{allowed: true, patch: [{op: add, path: /spec/x, value: 2}]}"), &mutated);
+        let f = failures(
+            &expect("{allowed: true, patch: [{op: add, path: /spec/x, value: 2}]}"),
+            &mutated,
+        );
         assert!(f[0].contains("patch differs"), "{f:?}");
-        assert_eq!(failures(&expect("{allowed: true, noPatch: true}"), &mutated).len(), 1);
-        assert_eq!(failures(&expect("{allowed: true, patch: []}"), &mutated).len(), 1);
-        assert_eq!(failures(&expect("{allowed: true, noWarnings: true}"), &mutated).len(), 1);
-        assert_eq!(failures(&expect("{allowed: true, warnings: [other]}"), &mutated).len(), 1);
+        assert_eq!(
+            failures(&expect("{allowed: true, noPatch: true}"), &mutated).len(),
+            1
+        );
+        assert_eq!(
+            failures(&expect("{allowed: true, patch: []}"), &mutated).len(),
+            1
+        );
+        assert_eq!(
+            failures(&expect("{allowed: true, noWarnings: true}"), &mutated).len(),
+            1
+        );
+        assert_eq!(
+            failures(&expect("{allowed: true, warnings: [other]}"), &mutated).len(),
+            1
+        );
 
         let plain = eval(true, None, None, &[]);
-        assert!(failures(&expect("{allowed: true, patch: [], noWarnings: true, noMessage: true}"), &plain).is_empty());
+        assert!(
+            failures(
+                &expect("{allowed: true, patch: [], noWarnings: true, noMessage: true}"),
+                &plain
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -971,18 +1049,41 @@ cases:
         std::fs::write(policy.join("cases/a.yml"), "cases: []\n").unwrap();
         std::fs::write(policy.join("cases/notes.md"), "").unwrap();
         let files = case_files(&policy).unwrap().unwrap();
-        let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        let names: Vec<_> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
         assert_eq!(names, ["a.yml", "b.yaml"]);
         assert_eq!(wasm_file_name(&policy), "foo_policy.wasm");
-        std::fs::write(policy.join("Cargo.toml"), "[package]\nname = \"bar-policy\"\n").unwrap();
+        std::fs::write(
+            policy.join("Cargo.toml"),
+            "[package]\nname = \"bar-policy\"\n",
+        )
+        .unwrap();
         assert_eq!(wasm_file_name(&policy), "bar_policy.wasm");
         assert_eq!(case_files(&d).unwrap(), None);
 
         // a policy with cases but no wasm is an error
-        let report = check_policy(&policy, &CheckOptions { wasm_dir: d.join("nowhere"), ..Default::default() });
+        let report = check_policy(
+            &policy,
+            &CheckOptions {
+                wasm_dir: d.join("nowhere"),
+                ..Default::default()
+            },
+        );
         assert!(report.error.is_none(), "no case at all: nothing to run");
-        std::fs::write(policy.join("cases/a.yml"), "cases:\n- {name: x, request: {uid: x}, expect: {allowed: true}}\n").unwrap();
-        let report = check_policy(&policy, &CheckOptions { wasm_dir: d.join("nowhere"), ..Default::default() });
+        std::fs::write(
+            policy.join("cases/a.yml"),
+            "cases:\n- {name: x, request: {uid: x}, expect: {allowed: true}}\n",
+        )
+        .unwrap();
+        let report = check_policy(
+            &policy,
+            &CheckOptions {
+                wasm_dir: d.join("nowhere"),
+                ..Default::default()
+            },
+        );
         assert!(report.error.as_deref().unwrap().contains("cannot read"));
         assert_eq!(report.failed(), 1);
         std::fs::remove_dir_all(&d).unwrap();

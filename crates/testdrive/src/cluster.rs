@@ -103,7 +103,11 @@ impl ClusterObjects {
         &self.objects
     }
 
-    fn of_type<'a>(&'a self, api_version: &'a str, kind: &'a str) -> impl Iterator<Item = &'a Value> {
+    fn of_type<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> impl Iterator<Item = &'a Value> {
         self.objects.iter().filter(move |o| {
             str_at(o, &["apiVersion"]) == Some(api_version) && str_at(o, &["kind"]) == Some(kind)
         })
@@ -223,7 +227,11 @@ items:
         ClusterObjects::from_yaml_str(OBJECTS, "t").unwrap()
     }
 
-    fn call(c: &mut ClusterObjects, op: &str, payload: Value) -> std::result::Result<Value, String> {
+    fn call(
+        c: &mut ClusterObjects,
+        op: &str,
+        payload: Value,
+    ) -> std::result::Result<Value, String> {
         let req = KubernetesRequest::from_host_call(op, &serde_json::to_vec(&payload).unwrap())
             .unwrap()
             .unwrap();

@@ -184,6 +184,8 @@ impl Host {
         let started = Instant::now();
         let mut config = wasmtime::Config::default();
         config.epoch_interruption(true);
+        // a trap's message is the trap itself, not a multi-line wasm backtrace
+        config.wasm_backtrace_max_frames(None);
         let engine = wasmtime::Engine::new(&config).map_err(|e| Error::Wasm(e.to_string()))?;
         let pre = WasmtimeEngineProviderBuilder::new()
             .engine(engine.clone())
@@ -265,7 +267,7 @@ impl Host {
             .map_err(|e| Error::Wasm(e.to_string()))?;
         let state = Arc::new(Mutex::new(CallState::default()));
         let callback = make_host_callback(state.clone(), self.metadata.clone(), self.verbose);
-        let wapc = WapcHost::new(Box::new(provider), Some(Box::new(callback)))
+        let wapc = WapcHost::new(Box::new(provider), Some(callback))
             .map_err(|e| Error::Wasm(e.to_string()))?;
         Ok(Instance {
             wapc,
@@ -306,22 +308,29 @@ fn make_host_callback(
     state: Arc<Mutex<CallState>>,
     metadata: Option<Arc<Metadata>>,
     verbose: bool,
-) -> impl Fn(u64, &str, &str, &str, &[u8]) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>>
-+ Send
-+ Sync
-+ 'static {
-    move |_id, binding, namespace, operation, payload| {
-        let answer = dispatch(&state, metadata.as_deref(), verbose, binding, namespace, operation, payload);
+) -> Box<wapc::HostCallback> {
+    Box::new(move |_id, binding, namespace, operation, payload| {
+        let answer = dispatch(
+            &state,
+            metadata.as_deref(),
+            verbose,
+            binding,
+            namespace,
+            operation,
+            payload,
+        );
         if let Err(message) = &answer {
             if verbose {
-                eprintln!("testdrive: host call {binding}/{namespace}/{operation} failed: {message}");
+                eprintln!(
+                    "testdrive: host call {binding}/{namespace}/{operation} failed: {message}"
+                );
             }
             if let Ok(mut s) = state.lock() {
                 s.errors.push(format!("{namespace}/{operation}: {message}"));
             }
         }
         answer.map_err(Into::into)
-    }
+    })
 }
 
 fn dispatch(
@@ -349,8 +358,8 @@ fn dispatch(
             let request = KubernetesRequest::from_host_call(operation, payload)
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("unknown operation: {operation}"))?;
-            let allowed = metadata
-                .is_some_and(|m| m.allows_resource(request.api_version(), request.kind()));
+            let allowed =
+                metadata.is_some_and(|m| m.allows_resource(request.api_version(), request.kind()));
             if !allowed {
                 return Err(format!(
                     "Policy has not been granted access to Kubernetes {}/{} resources. \
@@ -365,7 +374,9 @@ fn dispatch(
                 .callbacks
                 .clone();
             let Some(callbacks) = callbacks else {
-                return Err("testdrive: no cluster state is available outside of `validate`".to_owned());
+                return Err(
+                    "testdrive: no cluster state is available outside of `validate`".to_owned(),
+                );
             };
             let answer = callbacks
                 .lock()
@@ -373,7 +384,9 @@ fn dispatch(
                 .kubernetes(&request);
             if verbose {
                 match &answer {
-                    Ok(bytes) => eprintln!("testdrive: {} -> {} bytes", request.summary(), bytes.len()),
+                    Ok(bytes) => {
+                        eprintln!("testdrive: {} -> {} bytes", request.summary(), bytes.len())
+                    }
                     Err(e) => eprintln!("testdrive: {} -> error: {e}", request.summary()),
                 }
             }
@@ -676,8 +689,16 @@ mod tests {
         )
         .unwrap();
         let payload = br#"{"api_version":"v1","kind":"Pod","name":"a","namespace":"b","disable_cache":false}"#;
-        let err = dispatch(&state, Some(&m), false, "kubewarden", "kubernetes", "get_resource", payload)
-            .unwrap_err();
+        let err = dispatch(
+            &state,
+            Some(&m),
+            false,
+            "kubewarden",
+            "kubernetes",
+            "get_resource",
+            payload,
+        )
+        .unwrap_err();
         assert_eq!(
             err,
             "Policy has not been granted access to Kubernetes v1/Pod resources. The violation has been reported."
@@ -685,22 +706,101 @@ mod tests {
         let ns = br#"{"api_version":"v1","kind":"Namespace","name":"a","namespace":null,"disable_cache":false}"#;
         // allowed, but no callbacks outside validate
         assert!(
-            dispatch(&state, Some(&m), false, "kubewarden", "kubernetes", "get_resource", ns)
-                .unwrap_err()
-                .contains("no cluster state")
+            dispatch(
+                &state,
+                Some(&m),
+                false,
+                "kubewarden",
+                "kubernetes",
+                "get_resource",
+                ns
+            )
+            .unwrap_err()
+            .contains("no cluster state")
         );
         state.lock().unwrap().callbacks = Some(crate::callbacks::shared(
-            crate::ClusterObjects::new(vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})]).unwrap(),
+            crate::ClusterObjects::new(vec![
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}),
+            ])
+            .unwrap(),
         ));
-        let reply = dispatch(&state, Some(&m), false, "kubewarden", "kubernetes", "get_resource", ns).unwrap();
-        assert_eq!(serde_json::from_slice::<Value>(&reply).unwrap()["metadata"]["name"], "a");
+        let reply = dispatch(
+            &state,
+            Some(&m),
+            false,
+            "kubewarden",
+            "kubernetes",
+            "get_resource",
+            ns,
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&reply).unwrap()["metadata"]["name"],
+            "a"
+        );
         // no metadata: everything refused
-        assert!(dispatch(&state, None, false, "kubewarden", "kubernetes", "get_resource", ns).is_err());
+        assert!(
+            dispatch(
+                &state,
+                None,
+                false,
+                "kubewarden",
+                "kubernetes",
+                "get_resource",
+                ns
+            )
+            .is_err()
+        );
         // other calls
         assert!(dispatch(&state, None, false, "kubewarden", "tracing", "log", b"{}").is_ok());
-        assert!(dispatch(&state, None, false, "kubewarden", "kubernetes", "can_i", b"{}").unwrap_err().contains("not supported"));
-        assert!(dispatch(&state, None, false, "kubewarden", "oci", "v1/manifest_digest", b"{}").is_err());
-        assert!(dispatch(&state, None, false, "other", "kubernetes", "get_resource", ns).is_err());
-        assert!(dispatch(&state, Some(&m), false, "kubewarden", "kubernetes", "delete_everything", ns).is_err());
+        assert!(
+            dispatch(
+                &state,
+                None,
+                false,
+                "kubewarden",
+                "kubernetes",
+                "can_i",
+                b"{}"
+            )
+            .unwrap_err()
+            .contains("not supported")
+        );
+        assert!(
+            dispatch(
+                &state,
+                None,
+                false,
+                "kubewarden",
+                "oci",
+                "v1/manifest_digest",
+                b"{}"
+            )
+            .is_err()
+        );
+        assert!(
+            dispatch(
+                &state,
+                None,
+                false,
+                "other",
+                "kubernetes",
+                "get_resource",
+                ns
+            )
+            .is_err()
+        );
+        assert!(
+            dispatch(
+                &state,
+                Some(&m),
+                false,
+                "kubewarden",
+                "kubernetes",
+                "delete_everything",
+                ns
+            )
+            .is_err()
+        );
     }
 }

@@ -103,6 +103,10 @@ struct BenchArgs {
     /// Time budget per measurement, in seconds.
     #[arg(long, default_value_t = 5.0)]
     budget_secs: f64,
+    /// Write each policy's bench inputs as `<dir>/<policy>.json` (validate payloads plus the
+    /// cluster objects) for the policy's native benchmark, instead of measuring.
+    #[arg(long)]
+    emit_payloads: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -222,11 +226,12 @@ fn ensure_valid_settings(host: &Host, settings: &Value) -> Result<()> {
 }
 
 fn print_evaluation(eval: &testdrive::Evaluation, problems: &[String]) -> Result<()> {
-    let text = serde_json::to_string_pretty(&eval.response)
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let text =
+        serde_json::to_string_pretty(&eval.response).map_err(|e| Error::Invalid(e.to_string()))?;
     println!("{text}");
     if let Some(patch) = &eval.patch {
-        let pretty = serde_json::to_string_pretty(patch).map_err(|e| Error::Invalid(e.to_string()))?;
+        let pretty =
+            serde_json::to_string_pretty(patch).map_err(|e| Error::Invalid(e.to_string()))?;
         eprintln!("testdrive: decoded patch:\n{pretty}");
     }
     for e in &eval.host_call_errors {
@@ -292,7 +297,12 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         for f in &report.failures {
             let mut lines = f.failures.iter();
             let first = lines.next().map(String::as_str).unwrap_or("failed");
-            println!("FAIL {} › {} [{}]: {first}", report.policy, f.name, f.file.display());
+            println!(
+                "FAIL {} › {} [{}]: {first}",
+                report.policy,
+                f.name,
+                f.file.display()
+            );
             for line in lines {
                 println!("    {line}");
             }
@@ -301,7 +311,12 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
             println!("ERROR {e}");
         }
         if report.passed + report.failed() > 0 {
-            println!("{}: {} passed, {} failed", report.policy, report.passed, report.failed());
+            println!(
+                "{}: {} passed, {} failed",
+                report.policy,
+                report.passed,
+                report.failed()
+            );
         }
         passed += report.passed;
         failed += report.failed();
@@ -321,10 +336,9 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
         budget: std::time::Duration::from_secs_f64(a.budget_secs.max(0.1)),
     };
     let mut errors = 0;
-    println!(
-        "{:<28} {:<32} {:>20} {:>10} {:>9} {:>22} {:>22}",
-        "policy", "bench", "wasm size", "compile", "verdict", "fresh µs median/mean", "reused µs median/mean"
-    );
+    if a.emit_payloads.is_none() {
+        print_bench_header();
+    }
     for dir in policy_dirs(a.dirs)? {
         let bench_file = dir.join("bench.yaml");
         if !bench_file.is_file() {
@@ -334,6 +348,23 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if let Some(out_dir) = &a.emit_payloads {
+            let written = load_bench_file(&bench_file).and_then(|benches| {
+                std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir.clone(), e))?;
+                let path = out_dir.join(format!("{policy}.json"));
+                let doc = testdrive::bench::native_inputs(&benches);
+                std::fs::write(&path, doc.to_string()).map_err(|e| Error::io(path.clone(), e))?;
+                Ok(path)
+            });
+            match written {
+                Ok(path) => println!("{}", path.display()),
+                Err(e) => {
+                    errors += 1;
+                    println!("ERROR {policy}: {e}");
+                }
+            }
+            continue;
+        }
         let outcome = (|| -> Result<()> {
             let benches = load_bench_file(&bench_file)?;
             let wasm_path = a.wasm_dir.join(testdrive::cases::wasm_file_name(&dir));
@@ -345,11 +376,21 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
                         "{:<28} {:<32} {:>20} {:>8.1}ms {:>9} {:>22} {:>22}",
                         policy,
                         r.name,
-                        format!("{} B ({:.1} KiB)", host.wasm_size(), host.wasm_size() as f64 / 1024.0),
+                        format!(
+                            "{} B ({:.1} KiB)",
+                            host.wasm_size(),
+                            host.wasm_size() as f64 / 1024.0
+                        ),
                         host.compile_time().as_secs_f64() * 1e3,
                         if r.allowed { "allowed" } else { "rejected" },
-                        format!("{:.1} / {:.1} (n={})", r.fresh.median_us, r.fresh.mean_us, r.fresh.iterations),
-                        format!("{:.1} / {:.1} (n={})", r.reused.median_us, r.reused.mean_us, r.reused.iterations),
+                        format!(
+                            "{:.1} / {:.1} (n={})",
+                            r.fresh.median_us, r.fresh.mean_us, r.fresh.iterations
+                        ),
+                        format!(
+                            "{:.1} / {:.1} (n={})",
+                            r.reused.median_us, r.reused.mean_us, r.reused.iterations
+                        ),
                     ),
                     Err(e) => {
                         errors += 1;
@@ -402,10 +443,14 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
             let case = load_case_file(file)?
                 .into_iter()
                 .find(|c| &c.name == name)
-                .ok_or_else(|| Error::Invalid(format!("no case named `{name}` in {}", file.display())))?;
+                .ok_or_else(|| {
+                    Error::Invalid(format!("no case named `{name}` in {}", file.display()))
+                })?;
             let s = case.scenario.map_err(Error::Invalid)?;
             let ClusterState::Objects(objects) = s.cluster else {
-                return Err(Error::Invalid(format!("case `{name}` has no `cluster:` objects")));
+                return Err(Error::Invalid(format!(
+                    "case `{name}` has no `cluster:` objects"
+                )));
             };
             let request = s
                 .request
@@ -414,9 +459,15 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
         }
         _ => {
             let (Some(req), Some(cluster)) = (&a.request_path, &a.cluster) else {
-                return Err(Error::Invalid("give --request-path and --cluster, or --case and --name".into()));
+                return Err(Error::Invalid(
+                    "give --request-path and --cluster, or --case and --name".into(),
+                ));
             };
-            (load_settings(&a.settings)?, load_request(req)?, ClusterObjects::from_file(cluster)?)
+            (
+                load_settings(&a.settings)?,
+                load_request(req)?,
+                ClusterObjects::from_file(cluster)?,
+            )
         }
     };
     ensure_valid_settings(&host, &settings)?;
@@ -430,4 +481,17 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
     std::fs::write(&a.out, yaml).map_err(|e| Error::io(&a.out, e))?;
     eprintln!("testdrive: session written to {}", a.out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_bench_header() {
+    println!(
+        "{:<28} {:<32} {:>20} {:>10} {:>9} {:>22} {:>22}",
+        "policy",
+        "bench",
+        "wasm size",
+        "compile",
+        "verdict",
+        "fresh µs median/mean",
+        "reused µs median/mean"
+    );
 }

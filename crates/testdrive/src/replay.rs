@@ -99,6 +99,23 @@ pub struct ReplaySession {
 }
 
 impl ReplaySession {
+    /// The objects the session's successful answers contain (a get's object, a list's
+    /// items), for replaying the same state to a native in-memory cluster.
+    pub fn objects(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        for e in &self.exchanges {
+            if let ExchangeResponse::Success { payload } = &e.response
+                && let Ok(v) = serde_json::from_str::<Value>(payload)
+            {
+                match v.get("items").and_then(Value::as_array) {
+                    Some(items) => out.extend(items.iter().cloned()),
+                    None => out.push(v),
+                }
+            }
+        }
+        out
+    }
+
     /// Parses session YAML; `origin` names it in messages.
     pub fn from_yaml_str(text: &str, origin: &str) -> Result<Self> {
         // an empty file is an empty session
@@ -117,10 +134,7 @@ impl ReplaySession {
             )?;
             if let ExchangeResponse::Success { payload } = &ex.response {
                 serde_json::from_str::<Value>(payload).map_err(|e| {
-                    Error::parse(
-                        format!("{origin}: exchange #{} response payload", i + 1),
-                        e,
-                    )
+                    Error::parse(format!("{origin}: exchange #{} response payload", i + 1), e)
                 })?;
             }
             exchanges.push(ParsedExchange {
@@ -359,14 +373,24 @@ mod tests {
         }];
         let text = session_to_yaml(&ex).unwrap();
         assert!(text.starts_with("- type: Exchange\n  request: |\n    !KubernetesGetResource\n"));
-        assert!(text.contains("  response:\n    type: Success\n    payload: '{\"kind\":\"Namespace\"}'\n"));
+        assert!(
+            text.contains(
+                "  response:\n    type: Success\n    payload: '{\"kind\":\"Namespace\"}'\n"
+            )
+        );
         let back = ReplaySession::from_yaml_str(&text, "t").unwrap();
         assert_eq!(back.exchanges[0].request, get("team-a"));
     }
 
     #[test]
     fn rejects_bad_sessions() {
-        assert!(ReplaySession::from_yaml_str("- type: Exchange\n  request: '!Bogus {}'\n  response: {type: Error, message: x}\n", "s").is_err());
+        assert!(
+            ReplaySession::from_yaml_str(
+                "- type: Exchange\n  request: '!Bogus {}'\n  response: {type: Error, message: x}\n",
+                "s"
+            )
+            .is_err()
+        );
         assert!(ReplaySession::from_yaml_str("- type: Exchange\n  request: \"!KubernetesGetResource\\napi_version: v1\\nkind: Namespace\\nname: a\\nnamespace: null\\ndisable_cache: false\\n\"\n  response: {type: Success, payload: 'not json'}\n", "s").is_err());
         assert!(ReplaySession::from_yaml_str("", "s").unwrap().is_empty());
     }

@@ -95,7 +95,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("testdrive-req-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let j = dir.join("r.json");
-        std::fs::write(&j, r#"{"kind":"AdmissionReview","request":{"uid":"1","operation":"DELETE"}}"#).unwrap();
+        std::fs::write(
+            &j,
+            r#"{"kind":"AdmissionReview","request":{"uid":"1","operation":"DELETE"}}"#,
+        )
+        .unwrap();
         assert_eq!(load_request(&j).unwrap()["operation"], "DELETE");
         let y = dir.join("r.yaml");
         std::fs::write(&y, "uid: '2'\noperation: CREATE\n").unwrap();
@@ -111,15 +115,21 @@ mod tests {
             "userInfo": {"username": "alice", "groups": ["a"]},
             "object": {"spec": {"tolerations": [{"key": "x"}], "nodeName": "n"}}
         });
-        merge_patch(&mut req, &json!({
-            "operation": "UPDATE",
-            "userInfo": {"username": "bob", "groups": ["tenantA-users"]},
-            "object": {"spec": {"nodeName": null}}
-        }));
-        assert_eq!(req, json!({
-            "operation": "UPDATE",
-            "userInfo": {"username": "bob", "groups": ["tenantA-users"]},
-            "object": {"spec": {"tolerations": [{"key": "x"}]}}
-        }));
+        merge_patch(
+            &mut req,
+            &json!({
+                "operation": "UPDATE",
+                "userInfo": {"username": "bob", "groups": ["tenantA-users"]},
+                "object": {"spec": {"nodeName": null}}
+            }),
+        );
+        assert_eq!(
+            req,
+            json!({
+                "operation": "UPDATE",
+                "userInfo": {"username": "bob", "groups": ["tenantA-users"]},
+                "object": {"spec": {"tolerations": [{"key": "x"}]}}
+            })
+        );
     }
 }

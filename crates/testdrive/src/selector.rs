@@ -128,9 +128,15 @@ impl LabelSelector {
                 v.trim().to_owned(),
             ))
         } else if let Some((k, v)) = term.split_once("==") {
-            Ok(Requirement::Equals(k.trim().to_owned(), v.trim().to_owned()))
+            Ok(Requirement::Equals(
+                k.trim().to_owned(),
+                v.trim().to_owned(),
+            ))
         } else if let Some((k, v)) = term.split_once('=') {
-            Ok(Requirement::Equals(k.trim().to_owned(), v.trim().to_owned()))
+            Ok(Requirement::Equals(
+                k.trim().to_owned(),
+                v.trim().to_owned(),
+            ))
         } else {
             Err(Error::parse(
                 format!("label selector `{selector}`"),

@@ -72,7 +72,9 @@ fn sections(bytes: &[u8]) -> Result<Vec<Section>> {
         let end = pos
             .checked_add(size)
             .filter(|end| *end <= bytes.len())
-            .ok_or_else(|| Error::Wasm(format!("section at offset {start} overflows the module")))?;
+            .ok_or_else(|| {
+                Error::Wasm(format!("section at offset {start} overflows the module"))
+            })?;
         let custom = if id == 0 {
             let mut p = pos;
             let name_len = read_leb_u32(bytes, &mut p)? as usize;
@@ -109,8 +111,7 @@ pub fn read_custom_section<'a>(module: &'a [u8], name: &str) -> Result<Option<&'
     Ok(sections(module)?
         .into_iter()
         .filter_map(|s| s.custom)
-        .filter(|(n, _)| n == name)
-        .last()
+        .rfind(|(n, _)| n == name)
         .map(|(_, range)| &module[range]))
 }
 
@@ -168,7 +169,10 @@ mod tests {
     #[test]
     fn custom_section_round_trip_and_replace() {
         let module = module_with_type_section();
-        assert_eq!(read_custom_section(&module, METADATA_SECTION).unwrap(), None);
+        assert_eq!(
+            read_custom_section(&module, METADATA_SECTION).unwrap(),
+            None
+        );
 
         let big = vec![b'x'; 300]; // size needs a 2-byte LEB128
         let once = set_custom_section(&module, METADATA_SECTION, &big).unwrap();

@@ -146,3 +146,90 @@ mod tests {
         assert_eq!(r.message.as_deref(), Some("spec: missing"));
     }
 }
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use policy_core::cluster::Objects;
+    use policy_core::policy::evaluate;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-zA-Z:=-]{0,8}".prop_map(Value::String),
+            prop_oneof![
+                Just("Exists"),
+                Just("Equal"),
+                Just("dedicated"),
+                Just("tenantA"),
+                Just("NoSchedule")
+            ]
+            .prop_map(|s| Value::String(s.to_owned())),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("spec".to_owned()),
+                        Just("template".to_owned()),
+                        Just("tolerations".to_owned()),
+                        Just("key".to_owned()),
+                        Just("operator".to_owned()),
+                        Just("value".to_owned()),
+                        Just("effect".to_owned()),
+                        Just("metadata".to_owned()),
+                        "[a-z]{1,6}",
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Arbitrary objects of every handled kind never panic and never come back accepted
+        /// with a malformed-input code; anything decodable is judged.
+        #[test]
+        fn arbitrary_objects_never_panic(
+            object in arb_json(),
+            old in arb_json(),
+            kind in prop_oneof![Just(("", "Pod")), Just(("apps", "Deployment")), Just(("batch", "CronJob")), Just(("", "ReplicationController"))],
+            op in prop_oneof![Just("CREATE"), Just("UPDATE"), Just("DELETE")],
+        ) {
+            let payload = json!({
+                "request": {
+                    "kind": {"group": kind.0, "version": "v1", "kind": kind.1},
+                    "operation": op,
+                    "userInfo": {"username": "bob"},
+                    "object": object,
+                    "oldObject": old
+                },
+                "settings": {"protectedTaints": [{"key": "dedicated", "value": "tenantA"}]}
+            });
+            let bytes = serde_json::to_vec(&payload).unwrap();
+            let r = evaluate::<PodTolerationPolicy>(&bytes, &mut Objects::default());
+            if r.accepted {
+                prop_assert!(r.code.is_none());
+            } else {
+                prop_assert!(matches!(r.code, Some(400) | Some(403)), "{:?}", r.code);
+                prop_assert!(r.message.is_some());
+            }
+        }
+
+        /// Arbitrary settings documents never panic the settings validation.
+        #[test]
+        fn arbitrary_settings_never_panic(settings in arb_json()) {
+            let bytes = serde_json::to_vec(&settings).unwrap();
+            let _ = policy_core::policy::validate_settings::<PodTolerationPolicy>(&bytes);
+        }
+    }
+}

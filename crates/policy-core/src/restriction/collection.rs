@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::scalar::{RawString, StringRestriction};
-use super::{Restriction, empty_allow_list, found, list, non_nil, quote, violation};
+use super::{Restriction, found, list, non_nil, quote, violation};
 use crate::error::{PolicyError, SettingsError};
 use crate::path::FieldPath;
 use crate::verdict::Violation;
@@ -158,8 +158,9 @@ pub struct StringMapRestriction {
 
 impl StringMapRestriction {
     /// Validates settings. Refused: `forbidEmpty` with `requireEmpty`; `requireEmpty` with
-    /// any key or value field; `keyWhitelist: []` (ambiguous); a required key or a `values`
-    /// key that is blacklisted or outside the whitelist; invalid `values["k"]` settings.
+    /// any key or value field; a required key or a `values` key that is blacklisted or
+    /// outside a non-empty whitelist; invalid `values["k"]` settings. An empty
+    /// `keyWhitelist: []` restricts nothing (SPEC 3.21: "key outside a non-empty whitelist").
     pub fn build(raw: RawStringMap) -> Result<StringMapRestriction, SettingsError> {
         let emptiness = Emptiness::build(&RawCollection {
             forbid_empty: raw.forbid_empty,
@@ -171,10 +172,8 @@ impl StringMapRestriction {
             ("requiredKeys", raw.required_keys.is_some()),
             ("values", raw.values.is_some()),
         ])?;
-        if raw.key_whitelist.as_ref().is_some_and(Vec::is_empty) {
-            return Err(empty_allow_list("keyWhitelist", "key, or use requireEmpty"));
-        }
-        let key_whitelist = raw.key_whitelist;
+        // An empty key whitelist restricts nothing (SPEC 3.21: "outside a non-empty whitelist").
+        let key_whitelist = raw.key_whitelist.filter(|w| !w.is_empty());
         let key_blacklist = raw.key_blacklist.unwrap_or_default();
         let key_problem = |key: &str| -> Option<String> {
             if key_blacklist.iter().any(|k| k == key) {
@@ -461,6 +460,8 @@ mod tests {
     #[case(json!({"keyWhitelist": ["a", "b"]}), Some(json!({"a": "1", "c": "2"})), &[r#"m["c"]: key "c" is not in key whitelist [a, b]"#])]
     #[case(json!({"keyWhitelist": ["a", "b"]}), Some(json!({"a": "1", "b": "2"})), &[])]
     #[case(json!({"keyWhitelist": ["a"]}), None, &[])]
+    #[case(json!({"keyWhitelist": []}), Some(json!({"any": "1", "other": "2"})), &[])]
+    #[case(json!({"keyWhitelist": [], "requiredKeys": ["team"]}), Some(json!({"x": "1"})), &[r#"m: key "team" is required"#])]
     #[case(json!({"keyWhitelist": ["a"], "keyBlacklist": ["a"]}), Some(json!({"a": "1"})), &[r#"m["a"]: key "a" is in key blacklist [a]"#])]
     // required keys (and the alias)
     #[case(json!({"requiredKeys": ["team"]}), Some(json!({"app": "x"})), &[r#"m: key "team" is required"#])]
@@ -507,7 +508,6 @@ mod tests {
     #[case(json!({"requireEmpty": true, "keyWhitelist": ["a"]}), "requireEmpty: cannot be combined with keyWhitelist")]
     #[case(json!({"requireEmpty": true, "keyBlacklist": ["a"]}), "requireEmpty: cannot be combined with keyBlacklist")]
     #[case(json!({"requireEmpty": true, "values": {}}), "requireEmpty: cannot be combined with values")]
-    #[case(json!({"keyWhitelist": []}), "keyWhitelist: must not be empty; omit it to allow any key, or use requireEmpty")]
     #[case(json!({"keyWhitelist": ["a"], "requiredKeys": ["a", "b"]}), r#"requiredKeys[1]: "b" is not in keyWhitelist"#)]
     #[case(json!({"keyBlacklist": ["a"], "requireKeys": ["a"]}), r#"requiredKeys[0]: "a" is in keyBlacklist"#)]
     #[case(json!({"keyBlacklist": ["a"], "values": {"a": {}}}), r#"values["a"]: "a" is in keyBlacklist"#)]

@@ -1,0 +1,142 @@
+//! gateway-class-policy: Gateways may name only allowed GatewayClasses; a Gateway created
+//! without class gets the tenant default (SPEC 3.7).
+
+use policy_core::class::{ClassKind, ClassPolicySettings, record};
+use policy_core::cluster::Lookups;
+use policy_core::mutation::set;
+use policy_core::policy::{Policy, unsupported_kind};
+use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
+use serde_json::{Value, json};
+
+/// The policy's settings: a class allow-list and `onLookupError`.
+pub type Settings = ClassPolicySettings;
+
+/// The policy.
+pub struct GatewayClassPolicy;
+
+const GROUP: &str = "gateway.networking.k8s.io";
+
+fn gateway_class() -> ClassKind {
+    ClassKind::new("gateway.networking.k8s.io/v1", "GatewayClass")
+}
+
+/// `spec.gatewayClassName` of an object (absent or `""` = none).
+fn class_name(object: &Value) -> Option<&str> {
+    object
+        .get("spec")
+        .and_then(|s| s.get("gatewayClassName"))
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+}
+
+impl Policy for GatewayClassPolicy {
+    const NAME: &'static str = "gateway-class-policy";
+    type Settings = Settings;
+
+    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+        ClassPolicySettings::parse(raw)
+    }
+
+    fn validate(
+        request: &AdmissionRequest,
+        settings: &Settings,
+        lookups: &mut Lookups<'_>,
+    ) -> Result<Verdict, PolicyError> {
+        let k = &request.kind;
+        if !(k.group == GROUP
+            && matches!(k.version.as_str(), "v1" | "v1beta1")
+            && k.kind == "Gateway")
+        {
+            return Err(unsupported_kind(Self::NAME, request));
+        }
+        let create = match request.operation {
+            Operation::Create => true,
+            Operation::Update => false,
+            Operation::Delete | Operation::Connect => return Ok(Verdict::accept()),
+        };
+        let object = request.object()?;
+        let spec = object
+            .get_object("spec")?
+            .ok_or_else(|| PolicyError::malformed(&FieldPath::root("spec"), "missing"))?;
+        let path = spec.path.field("gatewayClassName");
+        let name = spec.get_str("gatewayClassName")?.filter(|n| !n.is_empty());
+        if !create && name == class_name(&request.old_object) {
+            // UPDATE: judged only when the class changed (listeners are not judged).
+            return Ok(Verdict::accept());
+        }
+        let mut verdict = Verdict::accept();
+        match (name, settings.classes.default()) {
+            (Some(name), _) => {
+                record(
+                    settings.classes.judge(&gateway_class(), name, lookups),
+                    &path,
+                    settings.on_lookup_error,
+                    &mut verdict,
+                )?;
+            }
+            (None, Some(default)) if create => {
+                let mut mutated = request.object.clone();
+                set(&mut mutated, &["spec"], "gatewayClassName", json!(default))?;
+                verdict.mutate(mutated);
+            }
+            (None, _) => verdict.violation(
+                &path,
+                format!(
+                    "a Gateway must name a GatewayClass; allowed: {}",
+                    settings.classes.describe()
+                ),
+            ),
+        }
+        Ok(verdict)
+    }
+}
+
+policy_core::export_policy!(GatewayClassPolicy);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy_core::cluster::Objects;
+    use policy_core::policy::{ValidationResponse, evaluate};
+
+    fn run(version: &str, spec: Value, settings: Value) -> ValidationResponse {
+        let payload = json!({
+            "request": {"kind": {"group": GROUP, "version": version, "kind": "Gateway"}, "operation": "CREATE",
+                "object": {"apiVersion": format!("{GROUP}/{version}"), "kind": "Gateway", "metadata": {"name": "g"}, "spec": spec}},
+            "settings": settings
+        });
+        evaluate::<GatewayClassPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::default(),
+        )
+    }
+
+    #[test]
+    fn default_written_and_missing_class_refused() {
+        let r = run(
+            "v1",
+            json!({"listeners": []}),
+            json!({"default": "tenant-default"}),
+        );
+        assert_eq!(
+            r.mutated_object.unwrap()["spec"]["gatewayClassName"],
+            "tenant-default"
+        );
+        let r = run(
+            "v1beta1",
+            json!({"listeners": []}),
+            json!({"allowed": ["a"]}),
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some("spec.gatewayClassName: a Gateway must name a GatewayClass; allowed: names [a]")
+        );
+    }
+
+    #[test]
+    fn other_versions_are_not_handled() {
+        let r = run("v1alpha2", json!({}), json!({"allowed": ["a"]}));
+        assert_eq!(r.code, Some(400));
+    }
+}

@@ -1,0 +1,321 @@
+//! node-selector-policy: Pods carry the tenant's required node selector (merged on CREATE,
+//! conflicts rejected), get default pairs with a per-namespace annotation override, and may
+//! be kept from pinning themselves to nodes with `spec.nodeName` (SPEC 3.4).
+
+pub mod labels;
+pub mod settings;
+
+use std::collections::BTreeMap;
+
+use policy_core::class::skip_on_lookup_error;
+use policy_core::cluster::{GetRequest, Lookups};
+use policy_core::mutation::set;
+use policy_core::pod::PodView;
+use policy_core::policy::Policy;
+use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::workload::{PodTarget, pod_target};
+use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
+use serde_json::{Value, json};
+
+pub use settings::{DefaultMode, Settings};
+
+/// The policy.
+pub struct NodeSelectorPolicy;
+
+impl Policy for NodeSelectorPolicy {
+    const NAME: &'static str = "node-selector-policy";
+    type Settings = Settings;
+
+    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+        Settings::parse(raw)
+    }
+
+    fn validate(
+        request: &AdmissionRequest,
+        settings: &Settings,
+        lookups: &mut Lookups<'_>,
+    ) -> Result<Verdict, PolicyError> {
+        let Some(pod) = pod_target(request, Self::NAME, PodTarget::CreateAndUpdate)? else {
+            return Ok(Verdict::accept());
+        };
+        let mut verdict = Verdict::accept();
+        if pod.kind.is_template() {
+            // Templates: conflicts with the required pairs and nodeName pinning; never mutated.
+            let selector = pod.spec.get_string_map("nodeSelector")?;
+            required_conflicts(&pod, &selector, settings, &mut verdict);
+            forbid_node_name(&pod, request, settings, &mut verdict)?;
+            return Ok(verdict);
+        }
+        if request.operation == Operation::Update {
+            pod_update(request, &pod, settings, &mut verdict)?;
+            return Ok(verdict);
+        }
+        pod_create(request, &pod, settings, lookups, &mut verdict)?;
+        Ok(verdict)
+    }
+}
+
+fn selector_path(pod: &PodView<'_>) -> FieldPath {
+    pod.spec.path.field("nodeSelector")
+}
+
+/// Rule 1, conflicts only: a Pod value different from a required pair.
+fn required_conflicts(
+    pod: &PodView<'_>,
+    selector: &[(&str, &str)],
+    settings: &Settings,
+    verdict: &mut Verdict,
+) {
+    for (key, value) in selector {
+        if let Some(required) = settings.required_node_selector.get(*key)
+            && required != value
+        {
+            verdict.violation(
+                &selector_path(pod).key(key),
+                format!("{value:?} conflicts with the required node selector {key}={required}"),
+            );
+        }
+    }
+}
+
+/// Rule 4: `spec.nodeName` pinning, unless the requester is a node (mirror Pods).
+/// Returns the node name when it is set and allowed.
+fn forbid_node_name<'a>(
+    pod: &PodView<'a>,
+    request: &AdmissionRequest,
+    settings: &Settings,
+    verdict: &mut Verdict,
+) -> Result<Option<&'a str>, PolicyError> {
+    let Some(node) = pod.spec.get_str("nodeName")?.filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    if settings.forbid_node_name && !request.user_info.groups.contains("system:nodes") {
+        verdict.violation(
+            &pod.spec.path.field("nodeName"),
+            format!("{node:?} pins the Pod to a node; spec.nodeName is not allowed here (let the scheduler place Pods)"),
+        );
+        return Ok(None);
+    }
+    Ok(Some(node))
+}
+
+fn pod_create(
+    request: &AdmissionRequest,
+    pod: &PodView<'_>,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let submitted = pod.spec.get_string_map("nodeSelector")?;
+    let mut present: BTreeMap<String, String> = submitted
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let mut added: Vec<(String, String)> = Vec::new();
+    // Rule 1: required pairs.
+    required_conflicts(pod, &submitted, settings, verdict);
+    for (key, value) in &settings.required_node_selector {
+        if !present.contains_key(key) {
+            present.insert(key.clone(), value.clone());
+            added.push((key.clone(), value.clone()));
+        }
+    }
+    // Rules 2 and 3: defaults never override the Pod's or the required values.
+    let wanted = match settings.default_mode {
+        DefaultMode::MissingKeys => true,
+        DefaultMode::WhenEmpty => submitted.is_empty(),
+    };
+    if wanted && let Some(defaults) = defaults(request, settings, lookups, verdict)? {
+        for (key, value) in defaults {
+            if !present.contains_key(&key) {
+                present.insert(key.clone(), value.clone());
+                added.push((key, value));
+            }
+        }
+    }
+    // Rules 4 and 5: nodeName pinning bypasses the scheduler; check the Node.
+    if let Some(node) = forbid_node_name(pod, request, settings, verdict)?
+        && !settings.required_node_selector.is_empty()
+    {
+        let path = pod.spec.path.field("nodeName");
+        match lookups.get(&GetRequest::cluster_scoped("v1", "Node", node)) {
+            Err(e) => skip_on_lookup_error(e, &path, settings.on_lookup_error, verdict)?,
+            Ok(None) => verdict.violation(&path, format!("Node {node:?} does not exist")),
+            Ok(Some(found)) => {
+                let labels = found.get("metadata").and_then(|m| m.get("labels"));
+                for (key, value) in &settings.required_node_selector {
+                    let label = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+                    if label != Some(value.as_str()) {
+                        let has = match label {
+                            Some(l) => format!("{key}={l}"),
+                            None => format!("no {key} label"),
+                        };
+                        verdict.violation(
+                            &path,
+                            format!("Node {node:?} lacks the required node selector {key}={value} (it has {has})"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    if verdict.is_clean() && !added.is_empty() {
+        let mut object = request.object.clone();
+        for (key, value) in added {
+            set(&mut object, &["spec", "nodeSelector"], &key, json!(value))?;
+        }
+        verdict.mutate(object);
+    }
+    Ok(())
+}
+
+/// The default pairs: the namespace annotation when configured, present and non-empty,
+/// else `defaultNodeSelector`. `None` when the rule is skipped (bad annotation, which is a
+/// violation, or a failed lookup with `onLookupError: accept`).
+fn defaults(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+    verdict: &mut Verdict,
+) -> Result<Option<Vec<(String, String)>>, PolicyError> {
+    let from_settings = || {
+        settings
+            .default_node_selector
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<Vec<_>>()
+    };
+    let Some(annotation) = &settings.default_node_selector_annotation else {
+        return Ok(Some(from_settings()));
+    };
+    let namespace = request.object_namespace();
+    let found = match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", &namespace)) {
+        Ok(found) => found,
+        Err(e) => {
+            skip_on_lookup_error(e, &FieldPath::empty(), settings.on_lookup_error, verdict)?;
+            return Ok(None);
+        }
+    };
+    let text = found
+        .and_then(|ns| ns.get("metadata"))
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(annotation))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    let Some(text) = text else {
+        return Ok(Some(from_settings()));
+    };
+    match labels::parse_selector(text) {
+        Some(pairs) => Ok(Some(pairs)),
+        None => {
+            verdict.violation(
+                &FieldPath::empty(),
+                format!(
+                    "namespace {namespace:?} annotation {annotation}: invalid selector {text:?} (expected key=value[,key=value])"
+                ),
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Pod UPDATE (scheduling-gated Pods may add nodeSelector entries): added or changed entries
+/// must not conflict with the required pairs; nothing is mutated.
+fn pod_update(
+    request: &AdmissionRequest,
+    pod: &PodView<'_>,
+    settings: &Settings,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let old = request.old_object()?;
+    let old_selector = match old.get_object("spec")? {
+        Some(spec) => spec.get_string_map("nodeSelector")?,
+        None => Vec::new(),
+    };
+    let new_selector = pod.spec.get_string_map("nodeSelector")?;
+    let changed: Vec<(&str, &str)> = new_selector
+        .into_iter()
+        .filter(|(k, v)| !old_selector.iter().any(|(ok, ov)| ok == k && ov == v))
+        .collect();
+    required_conflicts(pod, &changed, settings, verdict);
+    Ok(())
+}
+
+policy_core::export_policy!(NodeSelectorPolicy);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy_core::cluster::Objects;
+    use policy_core::policy::{ValidationResponse, evaluate};
+
+    fn run(spec: Value, settings: Value, objects: Vec<Value>) -> ValidationResponse {
+        let payload = json!({
+            "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+                "namespace": "solar-dev", "userInfo": {"username": "alice"},
+                "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}},
+            "settings": settings
+        });
+        evaluate::<NodeSelectorPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::new(objects),
+        )
+    }
+
+    fn ns(annotation: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "solar-dev",
+            "annotations": {"appuio.io/default-node-selector": annotation}}})
+    }
+
+    fn settings() -> Value {
+        json!({"requiredNodeSelector": {"pool": "renewable"},
+            "defaultNodeSelector": {"appuio.io/node-class": "flex"},
+            "defaultNodeSelectorAnnotation": "appuio.io/default-node-selector"})
+    }
+
+    #[test]
+    fn required_and_defaults_are_merged() {
+        let r = run(json!({"containers": []}), settings(), vec![ns("")]);
+        assert!(r.accepted, "{:?}", r.message);
+        assert_eq!(
+            r.mutated_object.unwrap()["spec"]["nodeSelector"],
+            json!({"pool": "renewable", "appuio.io/node-class": "flex"})
+        );
+    }
+
+    #[test]
+    fn annotation_replaces_defaults() {
+        let r = run(
+            json!({"containers": [], "nodeSelector": {"appuio.io/node-class": "flex"}}),
+            settings(),
+            vec![ns("appuio.io/node-class=plus, zone=a")],
+        );
+        assert_eq!(
+            r.mutated_object.unwrap()["spec"]["nodeSelector"],
+            json!({"appuio.io/node-class": "flex", "pool": "renewable", "zone": "a"})
+        );
+        let r = run(json!({"containers": []}), settings(), vec![ns("bad")]);
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "namespace \"solar-dev\" annotation appuio.io/default-node-selector: invalid selector \"bad\" (expected key=value[,key=value])"
+            )
+        );
+    }
+
+    #[test]
+    fn conflicts_are_rejected() {
+        let r = run(
+            json!({"containers": [], "nodeSelector": {"pool": "shared"}}),
+            settings(),
+            vec![ns("")],
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "spec.nodeSelector[\"pool\"]: \"shared\" conflicts with the required node selector pool=renewable"
+            )
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! Where a restriction applies (SPEC 3.21 `binding`): its mode (`Accept`, alias `Allow`, or
+//! `Drop`) and the namespaces it is bound to — by name globs or by a selector over the
+//! Namespace's labels, read by cluster lookup only when the globs did not match.
+
+use policy_core::cluster::{GetRequest, Lookups};
+use policy_core::principal::Glob;
+use policy_core::selector::{LabelSelector, LabelSelectorSettings};
+use policy_core::{PolicyError, SettingsError};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// `restrictions[].binding` as written in the settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawBinding {
+    /// `Accept` (alias `Allow`) or `Drop`; any case.
+    pub mode: Option<String>,
+    /// Namespace name globs.
+    pub namespaces: Option<Vec<String>>,
+    /// Selector over the Namespace's labels.
+    pub namespace_selector: Option<LabelSelectorSettings>,
+}
+
+/// How a bound restriction combines with the others (SPEC 3.21 "Combination").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BindingMode {
+    /// Satisfying it admits the Pod whatever the Drop restrictions say.
+    Accept,
+    /// The Pod must satisfy it (and every other bound Drop restriction).
+    #[default]
+    Drop,
+}
+
+impl BindingMode {
+    /// `Accept` or `Drop`, as shown in messages.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BindingMode::Accept => "Accept",
+            BindingMode::Drop => "Drop",
+        }
+    }
+}
+
+/// A validated binding.
+#[derive(Debug, Clone, Default)]
+pub struct Binding {
+    /// The mode.
+    pub mode: BindingMode,
+    namespaces: Vec<Glob>,
+    selector: Option<LabelSelector>,
+}
+
+impl Binding {
+    /// Validates a binding; absent = Drop in every namespace. Refused: an unknown mode, an
+    /// empty `namespaces` list or glob, an empty or invalid selector.
+    pub fn build(raw: Option<RawBinding>) -> Result<Binding, SettingsError> {
+        let Some(raw) = raw else {
+            return Ok(Binding::default());
+        };
+        let mode = match raw.mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("drop") => BindingMode::Drop,
+            Some("accept") | Some("allow") => BindingMode::Accept,
+            Some(_) => {
+                return Err(SettingsError::new(
+                    "mode",
+                    format!(
+                        "{:?} is not one of Accept, Allow (alias of Accept), Drop",
+                        raw.mode.unwrap_or_default()
+                    ),
+                ));
+            }
+        };
+        let namespaces = match raw.namespaces {
+            None => Vec::new(),
+            Some(list) if list.is_empty() => {
+                return Err(SettingsError::new(
+                    "namespaces",
+                    "must not be empty; omit it (and namespaceSelector) to bind every namespace",
+                ));
+            }
+            Some(list) => list
+                .iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    if g.is_empty() {
+                        Err(SettingsError::new(
+                            format!("namespaces[{i}]"),
+                            "must not be empty",
+                        ))
+                    } else {
+                        Ok(Glob::new(g))
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let selector = raw
+            .namespace_selector
+            .as_ref()
+            .map(LabelSelector::build)
+            .transpose()
+            .map_err(|e| e.under("namespaceSelector"))?;
+        Ok(Binding {
+            mode,
+            namespaces,
+            selector,
+        })
+    }
+
+    /// Whether the binding needs a Namespace lookup at all.
+    pub fn uses_selector(&self) -> bool {
+        self.selector.is_some()
+    }
+
+    /// Whether the restriction is bound in `namespace` (`""` for cluster-scoped objects:
+    /// bound only when the binding names no namespaces). The Namespace is read only when a
+    /// selector is set and no glob matched; a Namespace that does not exist has no labels.
+    pub fn binds(&self, namespace: &str, lookups: &mut Lookups<'_>) -> Result<bool, PolicyError> {
+        if self.namespaces.is_empty() && self.selector.is_none() {
+            return Ok(true);
+        }
+        if self.namespaces.iter().any(|g| g.matches(namespace)) {
+            return Ok(true);
+        }
+        let Some(selector) = &self.selector else {
+            return Ok(false);
+        };
+        if namespace.is_empty() {
+            return Ok(false);
+        }
+        let found = lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace))?;
+        Ok(match found {
+            Some(ns) => selector.matches_object(ns),
+            None => selector.matches_object(&Value::Null),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy_core::cluster::Objects;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn binding(v: Value) -> Result<Binding, SettingsError> {
+        Binding::build(Some(serde_json::from_value(v).unwrap()))
+    }
+
+    #[rstest]
+    #[case(json!({}), BindingMode::Drop)]
+    #[case(json!({"mode": "Accept"}), BindingMode::Accept)]
+    #[case(json!({"mode": "Allow"}), BindingMode::Accept)]
+    #[case(json!({"mode": "drop"}), BindingMode::Drop)]
+    fn modes(#[case] raw: Value, #[case] mode: BindingMode) {
+        assert_eq!(binding(raw).unwrap().mode, mode);
+    }
+
+    #[rstest]
+    #[case(json!({"mode": "Deny"}), "mode: \"Deny\" is not one of")]
+    #[case(json!({"namespaces": []}), "namespaces: must not be empty")]
+    #[case(json!({"namespaces": ["a", ""]}), "namespaces[1]: must not be empty")]
+    #[case(json!({"namespaceSelector": {}}), "namespaceSelector: an empty selector is ambiguous")]
+    #[case(json!({"namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "Has"}]}}), "namespaceSelector.matchExpressions[0].operator")]
+    fn refusals(#[case] raw: Value, #[case] message: &str) {
+        let err = binding(raw).unwrap_err().to_string();
+        assert!(err.starts_with(message), "{err}");
+    }
+
+    #[test]
+    fn binds_by_glob_then_selector() {
+        let mut cluster = Objects::new(vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod-a", "labels": {"env": "prod"}}}),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dev-a", "labels": {"env": "dev"}}}),
+        ]);
+        let mut lookups = Lookups::new(&mut cluster);
+        let b = binding(json!({"namespaces": ["kube-*"], "namespaceSelector": {"matchLabels": {"env": "prod"}}})).unwrap();
+        assert!(b.binds("kube-system", &mut lookups).unwrap());
+        assert!(b.binds("prod-a", &mut lookups).unwrap());
+        assert!(!b.binds("dev-a", &mut lookups).unwrap());
+        assert!(!b.binds("missing", &mut lookups).unwrap());
+        assert!(!b.binds("", &mut lookups).unwrap());
+        assert!(Binding::default().binds("", &mut lookups).unwrap());
+        let not_in = binding(json!({"namespaceSelector": {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]}})).unwrap();
+        assert!(
+            not_in.binds("missing", &mut lookups).unwrap(),
+            "a missing namespace has no labels"
+        );
+    }
+
+    #[test]
+    fn failed_lookups_are_errors() {
+        let mut cluster = Objects::default().failing("Namespace");
+        let mut lookups = Lookups::new(&mut cluster);
+        let b = binding(json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}})).unwrap();
+        let err = b.binds("a", &mut lookups).unwrap_err();
+        assert_eq!(err.code(), 500);
+    }
+}

@@ -1,0 +1,376 @@
+//! pod-restriction-policy: the PodRestrictions design (SPEC 3.21) — restrictions mirroring
+//! the Pod's structure, bound to namespaces with Accept and Drop modes, judged on Pods, on
+//! every built-in pod template and on registered custom resources.
+
+pub mod binding;
+pub mod combine;
+pub mod fields;
+pub mod jsonpath;
+pub mod settings;
+
+use policy_core::cluster::Lookups;
+use policy_core::json::At;
+use policy_core::pod::{PodKind, PodView, pod_spec_changed};
+use policy_core::policy::{Policy, unsupported_kind};
+use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::{FieldPath, Mode, PolicyError, SettingsError, Verdict};
+use serde_json::Value;
+
+use crate::fields::Template;
+pub use settings::Settings;
+
+/// The policy.
+pub struct PodRestrictionPolicy;
+
+impl Policy for PodRestrictionPolicy {
+    const NAME: &'static str = "pod-restriction-policy";
+    type Settings = Settings;
+
+    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+        Settings::parse(raw)
+    }
+
+    fn mode(settings: &Settings) -> Mode {
+        settings.mode
+    }
+
+    fn validate(
+        request: &AdmissionRequest,
+        settings: &Settings,
+        lookups: &mut Lookups<'_>,
+    ) -> Result<Verdict, PolicyError> {
+        let kind = PodKind::of_request(request);
+        let custom = match kind {
+            Some(_) => None,
+            None => Some(
+                settings
+                    .custom_resource(request)
+                    .ok_or_else(|| unsupported_kind(Self::NAME, request))?,
+            ),
+        };
+        if !matches!(request.operation, Operation::Create | Operation::Update) {
+            return Ok(Verdict::accept());
+        }
+        let object = request.object()?;
+        let update = request.operation == Operation::Update;
+        let templates = match (kind, custom) {
+            (Some(kind), _) => {
+                if update && !pod_fields_changed(request.old_object()?.value, object.value, kind) {
+                    return Ok(Verdict::accept());
+                }
+                match PodView::read(object.value, kind)? {
+                    None => return Ok(Verdict::accept()),
+                    Some(view) => vec![template_of(&view)],
+                }
+            }
+            (None, Some(cr)) => {
+                let resolved = resolve(cr, object.value);
+                if update {
+                    let old = request.old_object()?;
+                    let before: Vec<&Value> =
+                        resolve(cr, old.value).into_iter().map(|(_, v)| v).collect();
+                    let after: Vec<&Value> = resolved.iter().map(|(_, v)| *v).collect();
+                    if before == after {
+                        return Ok(Verdict::accept());
+                    }
+                }
+                resolved
+                    .into_iter()
+                    .map(|(path, value)| Template::read(value, path))
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+            (None, None) => return Err(unsupported_kind(Self::NAME, request)),
+        };
+        if templates.is_empty() {
+            return Ok(Verdict::accept());
+        }
+        combine::judge(settings, &templates, &request.object_namespace(), lookups)
+    }
+}
+
+/// The template (or Pod metadata and spec) of a pod-bearing object.
+fn template_of<'a>(view: &PodView<'a>) -> Template<'a> {
+    let base = view
+        .kind
+        .template_path()
+        .iter()
+        .fold(FieldPath::empty(), |p, s| p.field(s));
+    Template {
+        metadata: view.metadata.clone(),
+        metadata_path: base.field("metadata"),
+        spec: At::new(view.spec.value, view.spec.path.clone()),
+        is_template: view.kind.is_template(),
+    }
+}
+
+/// Every pod template of a custom resource, in document order, de-duplicated by location
+/// (two paths resolving to the same template judge it once).
+fn resolve<'a>(cr: &settings::CustomResource, object: &'a Value) -> Vec<(FieldPath, &'a Value)> {
+    let mut out: Vec<(FieldPath, &'a Value)> = Vec::new();
+    for path in &cr.paths {
+        for (p, v) in path.resolve(object) {
+            if !out.iter().any(|(q, _)| *q == p) {
+                out.push((p, v));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a field the restrictions read changed (SPEC 2.9): for Pods the metadata name,
+/// labels, annotations or the spec (bookkeeping never re-triggers); for workloads the
+/// pod template.
+fn pod_fields_changed(old: &Value, new: &Value, kind: PodKind) -> bool {
+    if kind.is_template() {
+        return pod_spec_changed(old, new, kind);
+    }
+    let read = |v: &Value, a: &str, b: Option<&str>| -> Option<Value> {
+        let x = v.get(a)?;
+        match b {
+            Some(b) => x.get(b).cloned(),
+            None => Some(x.clone()),
+        }
+    };
+    ["name", "labels", "annotations"]
+        .iter()
+        .any(|f| read(old, "metadata", Some(f)) != read(new, "metadata", Some(f)))
+        || read(old, "spec", None) != read(new, "spec", None)
+}
+
+policy_core::export_policy!(PodRestrictionPolicy);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy_core::cluster::Objects;
+    use policy_core::policy::{ValidationResponse, evaluate};
+    use serde_json::json;
+
+    fn run(
+        kind: Value,
+        operation: &str,
+        object: Value,
+        old: Value,
+        settings: Value,
+    ) -> ValidationResponse {
+        let payload = json!({
+            "request": {"uid": "1", "kind": kind, "operation": operation, "namespace": "team-a",
+                "object": object, "oldObject": old},
+            "settings": settings
+        });
+        evaluate::<PodRestrictionPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::default(),
+        )
+    }
+
+    fn no_privileged() -> Value {
+        json!({"restrictions": [{"name": "restricted", "spec": {"spec": {"containers": {"securityContext": {"privileged": {"require": false}}}}}}],
+            "customResources": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "podTemplatePaths": ["$.spec.template"]}]})
+    }
+
+    fn privileged_spec() -> Value {
+        json!({"containers": [{"name": "c", "image": "nginx", "securityContext": {"privileged": true}}]})
+    }
+
+    #[test]
+    fn pods_workloads_and_custom_resources() {
+        let pod = json!({"group": "", "version": "v1", "kind": "Pod"});
+        let r = run(
+            pod.clone(),
+            "CREATE",
+            json!({"metadata": {"name": "p"}, "spec": privileged_spec()}),
+            Value::Null,
+            no_privileged(),
+        );
+        assert_eq!(r.code, Some(403));
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "restriction \"restricted\" (Drop): spec.containers[0].securityContext.privileged: true, required false"
+            )
+        );
+        let rollout = json!({"group": "argoproj.io", "version": "v1alpha1", "kind": "Rollout"});
+        let r = run(
+            rollout,
+            "CREATE",
+            json!({"spec": {"template": {"spec": privileged_spec()}}}),
+            Value::Null,
+            no_privileged(),
+        );
+        assert!(
+            r.message
+                .unwrap()
+                .contains("spec.template.spec.containers[0].securityContext.privileged")
+        );
+        let other = json!({"group": "argoproj.io", "version": "v1alpha1", "kind": "Workflow"});
+        let r = run(other, "CREATE", json!({}), Value::Null, no_privileged());
+        assert_eq!(r.code, Some(400));
+        assert_eq!(
+            r.message.as_deref(),
+            Some("pod-restriction-policy does not handle argoproj.io/v1alpha1 Workflow")
+        );
+    }
+
+    #[test]
+    fn updates_are_judged_only_when_read_fields_change() {
+        let pod = json!({"group": "", "version": "v1", "kind": "Pod"});
+        let old = json!({"metadata": {"name": "p"}, "spec": privileged_spec()});
+        let mut new = old.clone();
+        new["metadata"]["finalizers"] = json!(["x"]);
+        assert!(
+            run(
+                pod.clone(),
+                "UPDATE",
+                new.clone(),
+                old.clone(),
+                no_privileged()
+            )
+            .accepted
+        );
+        new["metadata"]["labels"] = json!({"a": "b"});
+        assert!(!run(pod, "UPDATE", new, old, no_privileged()).accepted);
+    }
+
+    #[test]
+    fn warn_mode_accepts_with_warnings() {
+        let mut s = no_privileged();
+        s["mode"] = json!("warn");
+        let pod = json!({"group": "", "version": "v1", "kind": "Pod"});
+        let r = run(
+            pod,
+            "CREATE",
+            json!({"spec": privileged_spec()}),
+            Value::Null,
+            s,
+        );
+        assert!(r.accepted);
+        assert_eq!(r.warnings.unwrap().len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use policy_core::cluster::Objects;
+    use policy_core::policy::evaluate;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-zA-Z:/.@-]{0,10}".prop_map(Value::String),
+            prop_oneof![
+                Just("nginx"),
+                Just("gcr.io/x:1"),
+                Just("/data/../etc"),
+                Just("ALL"),
+                Just("RuntimeDefault")
+            ]
+            .prop_map(|s| Value::String(s.to_owned())),
+        ];
+        leaf.prop_recursive(5, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("spec".to_owned()),
+                        Just("template".to_owned()),
+                        Just("jobTemplate".to_owned()),
+                        Just("metadata".to_owned()),
+                        Just("labels".to_owned()),
+                        Just("containers".to_owned()),
+                        Just("initContainers".to_owned()),
+                        Just("securityContext".to_owned()),
+                        Just("privileged".to_owned()),
+                        Just("runAsUser".to_owned()),
+                        Just("capabilities".to_owned()),
+                        Just("drop".to_owned()),
+                        Just("image".to_owned()),
+                        Just("imagePullPolicy".to_owned()),
+                        Just("volumes".to_owned()),
+                        Just("volumeMounts".to_owned()),
+                        Just("hostPath".to_owned()),
+                        Just("path".to_owned()),
+                        Just("name".to_owned()),
+                        Just("seccompProfile".to_owned()),
+                        Just("type".to_owned()),
+                        "[a-z]{1,6}",
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn settings() -> Value {
+        json!({"restrictions": [
+            {"name": "restricted", "spec": {
+                "metadata": {"labels": {"keyBlacklist": ["owner"]}, "name": {"regex": "a.*"}},
+                "spec": {
+                    "containers": [{"image": [{"registry": {"whitelist": ["docker.io"]}}, {"tag": {"forbidNil": true}}],
+                        "imagePullPolicy": {"whitelist": ["Always"]},
+                        "securityContext": {"privileged": {"require": false}, "runAsUser": {"ranges": [{"min": 1}]},
+                            "capabilities": {"drop": {"requiredValues": ["ALL"]}}, "seccompProfileType": {"forbidNil": true},
+                            "seLinuxOptions": {"type": {"blacklist": ["spc_t"]}}}}],
+                    "securityContext": {"supplementalGroups": {"ranges": [{"min": 1}]}, "hostNetwork": {"require": false}},
+                    "volumes": [{"volumeType": {"whitelist": ["emptyDir"]}}, {"hostPath": {"path": {"whitelist": ["/data"]}},
+                        "mount": {"readOnly": {"require": true}}}]}}},
+            {"name": "system", "binding": {"mode": "Accept", "namespaces": ["kube-*"]},
+             "spec": {"metadata": {"labels": {"requiredKeys": ["k8s-app"]}}}}
+        ], "customResources": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+            "podTemplatePaths": ["$.spec.template", "$.spec.versions[*]['template']"]}]})
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Arbitrary objects of every handled kind never panic; every rejection carries a
+        /// message and a 400 (malformed) or 403 (violation) code.
+        #[test]
+        fn arbitrary_objects_never_panic(
+            object in arb_json(),
+            old in arb_json(),
+            kind in prop_oneof![Just(("", "v1", "Pod")), Just(("apps", "v1", "Deployment")),
+                Just(("batch", "v1", "CronJob")), Just(("argoproj.io", "v1alpha1", "Rollout"))],
+            op in prop_oneof![Just("CREATE"), Just("UPDATE"), Just("DELETE")],
+            namespace in prop_oneof![Just("kube-system"), Just("team-a")],
+        ) {
+            let payload = json!({
+                "request": {"kind": {"group": kind.0, "version": kind.1, "kind": kind.2},
+                    "operation": op, "namespace": namespace, "object": object, "oldObject": old},
+                "settings": settings()
+            });
+            let bytes = serde_json::to_vec(&payload).unwrap();
+            let r = evaluate::<PodRestrictionPolicy>(&bytes, &mut Objects::default());
+            if r.accepted {
+                prop_assert!(r.code.is_none());
+            } else {
+                prop_assert!(matches!(r.code, Some(400) | Some(403)), "{:?}", r.code);
+                prop_assert!(r.message.is_some());
+            }
+        }
+
+        /// Arbitrary settings documents never panic the settings validation.
+        #[test]
+        fn arbitrary_settings_never_panic(settings in arb_json()) {
+            let bytes = serde_json::to_vec(&json!({"restrictions": [{"name": "r", "spec": settings}]})).unwrap();
+            let _ = policy_core::policy::validate_settings::<PodRestrictionPolicy>(&bytes);
+            let bytes = serde_json::to_vec(&settings).unwrap();
+            let _ = policy_core::policy::validate_settings::<PodRestrictionPolicy>(&bytes);
+        }
+
+        /// Arbitrary JSONPath text never panics the parser.
+        #[test]
+        fn arbitrary_jsonpaths_never_panic(text in "[$.\\[\\]'\"*a-z0-9?@ -]{0,20}", doc in arb_json()) {
+            if let Ok(p) = crate::jsonpath::JsonPath::parse(&text) {
+                let _ = p.resolve(&doc);
+            }
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! PSP selection (SPEC 3.14): which profiles the request may use, the Namespace read for
+//! `fromNamespaceAnnotation` ranges, and the choice among usable profiles — the first (by
+//! name) admitting the Pod unchanged wins, else the first admitting it with defaults applied.
+
+use std::collections::BTreeMap;
+
+use policy_core::cluster::{GetRequest, Lookups, OnLookupError};
+use policy_core::path::FieldPath;
+use policy_core::pod::{PodKind, PodView};
+use policy_core::request::{AdmissionRequest, UserInfo};
+use policy_core::{PolicyError, Verdict, Violation, pss};
+use serde_json::Value;
+
+use crate::settings::{Body, Profile, Settings, Subjects};
+use crate::strategy::{NamespaceIds, Resolved, defaults, validate};
+
+/// Audit annotation naming the profile that admitted the request.
+pub const PROFILE_ANNOTATION: &str = "pod-security-policy.tenancy-policies.io/profile";
+
+impl Subjects {
+    /// Whether the profile is usable: requester (never a trusted controller) by `users` or
+    /// `groups`; the Pod's own service account by `serviceAccounts`; the namespace by
+    /// `namespaces`.
+    pub fn matches(
+        &self,
+        user: &UserInfo,
+        trusted_controller: bool,
+        namespace: &str,
+        service_account: &str,
+    ) -> bool {
+        let requester = !trusted_controller
+            && (self.users.iter().any(|g| g.matches(&user.username))
+                || self
+                    .groups
+                    .iter()
+                    .any(|g| user.groups.iter().any(|ug| g.matches(ug))));
+        requester
+            || self
+                .service_accounts
+                .iter()
+                .any(|p| p.matches(namespace, service_account))
+            || self.namespaces.iter().any(|g| g.matches(namespace))
+    }
+}
+
+/// How the chosen profile may change the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mutation {
+    /// Pod CREATE in enforce mode: defaults are applied and returned.
+    Apply,
+    /// Templates: judged as if defaulted, never changed.
+    AsIf,
+    /// UPDATE, ephemeral containers, warn mode: only profiles admitting unchanged count.
+    Forbidden,
+}
+
+fn read_namespace(
+    namespace: &str,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+    verdict: &mut Verdict,
+) -> Result<NamespaceIds, PolicyError> {
+    match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
+        Ok(Some(ns)) => {
+            let annotations: BTreeMap<String, String> = ns
+                .get("metadata")
+                .and_then(|m| m.get("annotations"))
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(NamespaceIds::Read {
+                name: namespace.to_owned(),
+                annotations,
+            })
+        }
+        Ok(None) => Ok(NamespaceIds::Missing(namespace.to_owned())),
+        Err(e) if settings.on_lookup_error == OnLookupError::Accept => {
+            verdict.warn(format!(
+                "{e}; fromNamespaceAnnotation ranges were not checked (onLookupError: accept)"
+            ));
+            Ok(NamespaceIds::Skipped)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn suffixed(profile: &Profile, violations: Vec<Violation>, out: &mut Vec<Violation>) {
+    out.extend(violations.into_iter().map(|v| Violation {
+        path: v.path,
+        problem: format!("{} (profile {:?})", v.problem, profile.name),
+    }));
+}
+
+/// Judges a pod-bearing object: returns the verdict with every usable profile's violations,
+/// or the admitting profile (and, for [`Mutation::Apply`], the defaulted object).
+pub fn select(
+    request: &AdmissionRequest,
+    kind: PodKind,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+    mutation: Mutation,
+) -> Result<Verdict, PolicyError> {
+    let mut verdict = Verdict::accept();
+    let Some(view) = PodView::read(&request.object, kind)? else {
+        return Ok(verdict);
+    };
+    // Malformed fields are a 400 whichever profile would (not) have read them.
+    policy_core::security_context::check_shape(&view)?;
+    let namespace = request.object_namespace();
+    let service_account = match view.spec.get_str("serviceAccountName")? {
+        Some(s) if !s.is_empty() => s,
+        _ => match view.spec.get_str("serviceAccount")? {
+            Some(s) if !s.is_empty() => s,
+            _ => "default",
+        },
+    };
+    let user = &request.user_info;
+    let trusted = settings.trusted_controllers.matches(user);
+    let usable: Vec<&Profile> = settings
+        .profiles
+        .iter()
+        .filter(|p| {
+            p.subjects
+                .matches(user, trusted, &namespace, service_account)
+        })
+        .collect();
+    if usable.is_empty() {
+        verdict.violation(
+            &FieldPath::empty(),
+            format!(
+                "no pod-security profile is usable by {}{} with service account \"{namespace}:{service_account}\" in namespace {namespace:?}",
+                user.describe(),
+                if trusted { " (a trusted controller, which never counts as requester)" } else { "" },
+            ),
+        );
+        return Ok(verdict);
+    }
+    let needs_namespace = usable
+        .iter()
+        .any(|p| matches!(&p.body, Body::Spec(s) if s.reads_namespace()));
+    let ns_ids = if needs_namespace {
+        read_namespace(&namespace, settings, lookups, &mut verdict)?
+    } else {
+        NamespaceIds::NotRead
+    };
+
+    let mut violations = Vec::new();
+    let mut first_mutating: Option<(&Profile, Value)> = None;
+    for profile in usable {
+        let spec = match &profile.body {
+            Body::Preset(level) => {
+                let found = pss::check(*level, &view)?;
+                if found.is_empty() {
+                    verdict.annotate(PROFILE_ANNOTATION, profile.name.clone());
+                    return Ok(verdict);
+                }
+                suffixed(profile, found, &mut violations);
+                continue;
+            }
+            Body::Spec(spec) => spec,
+        };
+        let resolved = match Resolved::resolve(spec, &ns_ids) {
+            Ok(r) => r,
+            Err(reason) => {
+                suffixed(
+                    profile,
+                    vec![Violation {
+                        path: FieldPath::empty(),
+                        problem: reason,
+                    }],
+                    &mut violations,
+                );
+                continue;
+            }
+        };
+        let mut defaulted = request.object.clone();
+        let changed = defaults::apply(&resolved, &mut defaulted, kind)?;
+        if mutation == Mutation::Forbidden || !changed {
+            let found = validate::check(&resolved, &view)?;
+            match (found.is_empty(), changed) {
+                (true, false) => {
+                    verdict.annotate(PROFILE_ANNOTATION, profile.name.clone());
+                    return Ok(verdict);
+                }
+                (true, true) => suffixed(
+                    profile,
+                    vec![Violation {
+                        path: FieldPath::empty(),
+                        problem: "admits this Pod only with its defaults applied, which cannot be done here (UPDATE, ephemeral containers or warn mode)".into(),
+                    }],
+                    &mut violations,
+                ),
+                (false, _) => suffixed(profile, found, &mut violations),
+            }
+            continue;
+        }
+        let Some(defaulted_view) = PodView::read(&defaulted, kind)? else {
+            continue;
+        };
+        let found = validate::check(&resolved, &defaulted_view)?;
+        if found.is_empty() {
+            if first_mutating.is_none() {
+                first_mutating = Some((profile, defaulted.clone()));
+            }
+        } else {
+            suffixed(profile, found, &mut violations);
+        }
+    }
+    if let Some((profile, defaulted)) = first_mutating {
+        verdict.annotate(PROFILE_ANNOTATION, profile.name.clone());
+        if mutation == Mutation::Apply {
+            verdict.mutate(defaulted);
+        }
+        return Ok(verdict);
+    }
+    verdict.extend(violations);
+    Ok(verdict)
+}
+
+/// Whether an UPDATE is significant (SPEC 3.14 rule 6, as Pod Security Admission): for
+/// workloads the template changed; for Pods the number of containers or init containers
+/// changed, an image changed, or ephemeral containers were added or changed; for the
+/// `ephemeralcontainers` subresource, ephemeral containers were added or changed.
+pub fn significant_update(
+    old: &Value,
+    new: &Value,
+    kind: PodKind,
+    ephemeral_subresource: bool,
+) -> bool {
+    if kind.is_template() {
+        return policy_core::pod::pod_spec_changed(old, new, kind);
+    }
+    let field = |v: &Value, f: &str| v.get("spec").and_then(|s| s.get(f)).cloned();
+    let ephemeral_changed = field(old, "ephemeralContainers") != field(new, "ephemeralContainers");
+    if ephemeral_subresource || ephemeral_changed {
+        return ephemeral_changed;
+    }
+    for list in ["initContainers", "containers"] {
+        let items = |v: &Value| -> Vec<Option<Value>> {
+            field(v, list)
+                .and_then(|l| l.as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .map(|c| c.get("image").cloned())
+                .collect()
+        };
+        if items(old) != items(new) {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn subjects_match_requester_service_account_and_namespace() {
+        let s = Settings::parse(&json!({"profiles": [{"name": "a", "preset": "baseline", "subjects": {
+            "users": ["x"], "groups": ["system:serviceaccounts:kube-system"], "serviceAccounts": ["tool-*:default"], "namespaces": ["kube-system"]}}]}))
+        .unwrap();
+        let subj = &s.profiles[0].subjects;
+        let user = |name: &str, groups: &[&str]| UserInfo {
+            username: name.into(),
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        };
+        assert!(subj.matches(&user("x", &[]), false, "t", "sa"));
+        assert!(
+            !subj.matches(&user("x", &[]), true, "t", "sa"),
+            "trusted controllers never match users"
+        );
+        assert!(!subj.matches(
+            &user("rs", &["system:serviceaccounts:kube-system"]),
+            true,
+            "t",
+            "sa"
+        ));
+        assert!(subj.matches(&user("y", &[]), true, "tool-a", "default"));
+        assert!(subj.matches(&user("y", &[]), false, "kube-system", "other"));
+        assert!(!subj.matches(&user("y", &[]), false, "tenant", "default"));
+        let nobody = Subjects::default();
+        assert!(!nobody.matches(&user("x", &[]), false, "kube-system", "default"));
+    }
+
+    #[test]
+    fn significant_updates() {
+        let pod = |image: &str, n: usize, eph: Value| json!({"spec": {"containers": vec![json!({"image": image, "name": "a"}); n], "ephemeralContainers": eph}});
+        assert!(!significant_update(
+            &pod("a", 1, Value::Null),
+            &pod("a", 1, Value::Null),
+            PodKind::Pod,
+            false
+        ));
+        assert!(significant_update(
+            &pod("a", 1, Value::Null),
+            &pod("b", 1, Value::Null),
+            PodKind::Pod,
+            false
+        ));
+        assert!(significant_update(
+            &pod("a", 1, Value::Null),
+            &pod("a", 2, Value::Null),
+            PodKind::Pod,
+            false
+        ));
+        let eph = json!([{"name": "debug", "image": "busybox"}]);
+        assert!(significant_update(
+            &pod("a", 1, Value::Null),
+            &pod("a", 1, eph.clone()),
+            PodKind::Pod,
+            true
+        ));
+        assert!(!significant_update(
+            &pod("a", 1, eph.clone()),
+            &pod("b", 1, eph),
+            PodKind::Pod,
+            true
+        ));
+        let mut labelled = pod("a", 1, Value::Null);
+        labelled["metadata"] = json!({"labels": {"x": "y"}});
+        assert!(!significant_update(
+            &pod("a", 1, Value::Null),
+            &labelled,
+            PodKind::Pod,
+            false
+        ));
+    }
+}

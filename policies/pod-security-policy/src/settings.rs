@@ -1,0 +1,234 @@
+//! Settings of pod-security-policy: `mode`, named `profiles` (each a PSP spec or a Pod
+//! Security Standards preset, plus the subjects that may use it), `trustedControllers`,
+//! `onLookupError`.
+
+use policy_core::cluster::OnLookupError;
+use policy_core::principal::{Glob, Principals, PrincipalsSettings, ServiceAccountPattern};
+use policy_core::pss::Level;
+use policy_core::settings::decode;
+use policy_core::{Mode, SettingsError};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::spec::{PspSpec, RawSpec};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSettings {
+    mode: Option<Mode>,
+    profiles: Option<Vec<RawProfile>>,
+    trusted_controllers: Option<PrincipalsSettings>,
+    on_lookup_error: Option<OnLookupError>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawProfile {
+    name: String,
+    #[serde(default)]
+    subjects: RawSubjects,
+    spec: Option<RawSpec>,
+    preset: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSubjects {
+    #[serde(default)]
+    users: Vec<String>,
+    #[serde(default)]
+    groups: Vec<String>,
+    #[serde(default)]
+    service_accounts: Vec<String>,
+    #[serde(default)]
+    namespaces: Vec<String>,
+}
+
+/// Who may use a profile.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Subjects {
+    /// Globs over the requester's username.
+    pub users: Vec<Glob>,
+    /// Globs over the requester's groups.
+    pub groups: Vec<Glob>,
+    /// Patterns over the Pod's own service account.
+    pub service_accounts: Vec<ServiceAccountPattern>,
+    /// Globs over the object's namespace.
+    pub namespaces: Vec<Glob>,
+}
+
+impl Subjects {
+    fn build(raw: RawSubjects) -> Result<Self, SettingsError> {
+        for (field, list) in [
+            ("users", &raw.users),
+            ("groups", &raw.groups),
+            ("namespaces", &raw.namespaces),
+        ] {
+            if let Some(i) = list.iter().position(String::is_empty) {
+                return Err(SettingsError::new(
+                    format!("{field}[{i}]"),
+                    "must not be empty",
+                ));
+            }
+        }
+        let service_accounts = raw
+            .service_accounts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                ServiceAccountPattern::parse(s)
+                    .map_err(|e| SettingsError::new(format!("serviceAccounts[{i}]"), e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let globs = |v: &[String]| v.iter().map(|s| Glob::new(s)).collect();
+        Ok(Subjects {
+            users: globs(&raw.users),
+            groups: globs(&raw.groups),
+            service_accounts,
+            namespaces: globs(&raw.namespaces),
+        })
+    }
+}
+
+/// What a profile enforces.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    /// A PSP spec (validates and defaults).
+    Spec(Box<PspSpec>),
+    /// A Pod Security Standards level (validates only).
+    Preset(Level),
+}
+
+/// One named profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    /// Unique name; profiles are tried in its byte order.
+    pub name: String,
+    /// Who may use it.
+    pub subjects: Subjects,
+    /// What it enforces.
+    pub body: Body,
+}
+
+/// Validated settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// `enforce` or `warn`.
+    pub mode: Mode,
+    /// Profiles sorted by name.
+    pub profiles: Vec<Profile>,
+    /// Identities that never count as requesters for `users`/`groups`.
+    pub trusted_controllers: Principals,
+    /// What a failed Namespace lookup does.
+    pub on_lookup_error: OnLookupError,
+}
+
+impl Settings {
+    /// Decodes and validates raw settings.
+    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+        let raw: RawSettings = decode(raw)?;
+        let raw_profiles = raw.profiles.unwrap_or_default();
+        if raw_profiles.is_empty() {
+            return Err(SettingsError::new(
+                "profiles",
+                "at least one profile is required",
+            ));
+        }
+        let mut profiles = Vec::with_capacity(raw_profiles.len());
+        for (i, p) in raw_profiles.into_iter().enumerate() {
+            let at = format!("profiles[{i}]");
+            if p.name.is_empty() {
+                return Err(SettingsError::new(
+                    format!("{at}.name"),
+                    "must not be empty",
+                ));
+            }
+            if profiles.iter().any(|q: &Profile| q.name == p.name) {
+                return Err(SettingsError::new(
+                    format!("{at}.name"),
+                    format!("duplicate profile name {:?}", p.name),
+                ));
+            }
+            let subjects =
+                Subjects::build(p.subjects).map_err(|e| e.under(&format!("{at}.subjects")))?;
+            let body = match (p.spec, p.preset) {
+                (Some(_), Some(_)) => {
+                    return Err(SettingsError::new(
+                        &at,
+                        "give exactly one of spec and preset, not both",
+                    ));
+                }
+                (None, None) => {
+                    return Err(SettingsError::new(
+                        &at,
+                        "give exactly one of spec and preset",
+                    ));
+                }
+                (Some(spec), None) => Body::Spec(Box::new(
+                    PspSpec::build(spec).map_err(|e| e.under(&format!("{at}.spec")))?,
+                )),
+                (None, Some(preset)) => Body::Preset(Level::parse(&preset).ok_or_else(|| {
+                    SettingsError::new(
+                        format!("{at}.preset"),
+                        format!("{preset:?} is not one of privileged, baseline, restricted"),
+                    )
+                })?),
+            };
+            profiles.push(Profile {
+                name: p.name,
+                subjects,
+                body,
+            });
+        }
+        profiles.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        let trusted_controllers = match raw.trusted_controllers {
+            Some(t) => Principals::build(&t).map_err(|e| e.under("trustedControllers"))?,
+            None => Principals::default_trusted_controllers(),
+        };
+        Ok(Settings {
+            mode: raw.mode.unwrap_or_default(),
+            profiles,
+            trusted_controllers,
+            on_lookup_error: raw.on_lookup_error.unwrap_or_default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[rstest]
+    #[case(json!({}), "profiles: at least one profile is required")]
+    #[case(json!({"profiles": []}), "profiles: at least one profile is required")]
+    #[case(json!({"profiles": [{"name": "a", "preset": "restricted"}, {"name": "a", "preset": "baseline"}]}), "profiles[1].name: duplicate profile name \"a\"")]
+    #[case(json!({"profiles": [{"name": "", "preset": "restricted"}]}), "profiles[0].name: must not be empty")]
+    #[case(json!({"profiles": [{"name": "a"}]}), "profiles[0]: give exactly one of spec and preset")]
+    #[case(json!({"profiles": [{"name": "a", "preset": "restricted", "spec": {}}]}), "profiles[0]: give exactly one of spec and preset, not both")]
+    #[case(json!({"profiles": [{"name": "a", "preset": "strict"}]}), "profiles[0].preset: \"strict\" is not one of privileged, baseline, restricted")]
+    #[case(json!({"profiles": [{"name": "a", "spec": {}}]}), "profiles[0].spec.runAsUser: a rule is required")]
+    #[case(json!({"profiles": [{"name": "a", "preset": "baseline", "subjects": {"serviceAccounts": ["*:default"]}}]}), "profiles[0].subjects.serviceAccounts[0]: \"*:default\": the namespace part must not be only wildcards")]
+    #[case(json!({"profiles": [{"name": "a", "preset": "baseline", "subjects": {"teams": ["x"]}}]}), "profiles[0].subjects.teams: unknown field `teams`")]
+    #[case(json!({"mode": "audit", "profiles": [{"name": "a", "preset": "baseline"}]}), "mode: unknown variant `audit`")]
+    #[case(json!({"profiles": [{"name": "a", "preset": "baseline"}], "trustedControllers": {"users": [""]}}), "trustedControllers.users[0]: must not be empty")]
+    fn refused(#[case] raw: Value, #[case] message: &str) {
+        let e = Settings::parse(&raw).unwrap_err().to_string();
+        assert!(e.starts_with(message), "{e}");
+    }
+
+    #[test]
+    fn profiles_are_sorted_by_name_bytes() {
+        let s = Settings::parse(&json!({"profiles": [
+            {"name": "zzz", "preset": "baseline"}, {"name": "001-foo", "preset": "restricted"}, {"name": "Z", "preset": "privileged"}]}))
+        .unwrap();
+        let names: Vec<&str> = s.profiles.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["001-foo", "Z", "zzz"]);
+        assert_eq!(s.mode, Mode::Enforce);
+        assert_eq!(
+            s.trusted_controllers,
+            Principals::default_trusted_controllers()
+        );
+    }
+}

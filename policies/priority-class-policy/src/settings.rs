@@ -1,0 +1,69 @@
+//! Settings of priority-class-policy: a class allow-list at the top level (SPEC 2.5),
+//! `replaceGlobalDefault` and `onLookupError`.
+
+use policy_core::SettingsError;
+use policy_core::class::{ClassAllowList, missing_class_fields};
+use policy_core::cluster::OnLookupError;
+use policy_core::settings::decode;
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawRest {
+    replace_global_default: Option<bool>,
+    on_lookup_error: Option<OnLookupError>,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Allowed PriorityClasses and the tenant default.
+    pub classes: ClassAllowList,
+    /// Whether a class injected from the cluster's `globalDefault` counts as "no class".
+    pub replace_global_default: bool,
+    /// What a failed PriorityClass lookup does.
+    pub on_lookup_error: OnLookupError,
+}
+
+impl Settings {
+    /// Decodes and validates raw settings.
+    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+        let (classes, rest) = ClassAllowList::from_top_level(raw, true)?;
+        let rest: RawRest = decode(&rest)?;
+        let classes = classes.ok_or_else(missing_class_fields)?;
+        Ok(Settings {
+            classes,
+            replace_global_default: rest.replace_global_default.unwrap_or(true),
+            on_lookup_error: rest.on_lookup_error.unwrap_or_default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[rstest]
+    #[case(json!({}), "at least one of allowed, allowedRegex, selector or default is required")]
+    #[case(json!({"onLookupError": "accept"}), "at least one of allowed")]
+    #[case(json!({"selector": {}}), "selector: an empty selector is ambiguous")]
+    #[case(json!({"allowed": ["a"], "replaceGlobalDefault": "yes"}), "replaceGlobalDefault: invalid type")]
+    #[case(json!({"allowed": ["a"], "onLookupError": "ignore"}), "onLookupError: unknown variant `ignore`")]
+    #[case(json!({"allowed": ["a"], "allowedClasses": ["b"]}), "allowedClasses: unknown field `allowedClasses`")]
+    #[case(json!({"allowedRegex": "("}), "allowedRegex: invalid regex")]
+    fn refused(#[case] raw: Value, #[case] message: &str) {
+        let err = Settings::parse(&raw).unwrap_err().to_string();
+        assert!(err.starts_with(message), "{err}");
+    }
+
+    #[test]
+    fn defaults() {
+        let s = Settings::parse(&json!({"default": "tenant-default"})).unwrap();
+        assert!(s.replace_global_default);
+        assert_eq!(s.on_lookup_error, OnLookupError::Reject);
+        assert_eq!(s.classes.default(), Some("tenant-default"));
+    }
+}

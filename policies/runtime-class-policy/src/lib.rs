@@ -1,0 +1,260 @@
+//! runtime-class-policy: Pods and pod templates may name only allowed RuntimeClasses; a Pod
+//! without class gets the tenant default with the class's overhead and scheduling, as the
+//! built-in RuntimeClass plugin would have written them (SPEC 3.3).
+
+use policy_core::class::{ClassKind, ClassPolicySettings, record, skip_on_lookup_error};
+use policy_core::cluster::Lookups;
+use policy_core::json::At;
+use policy_core::mutation::{push, set};
+use policy_core::policy::Policy;
+use policy_core::quantity::Quantity;
+use policy_core::request::AdmissionRequest;
+use policy_core::workload::{PodTarget, pod_target};
+use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
+use serde_json::{Map, Value, json};
+
+/// The policy's settings: a class allow-list and `onLookupError`.
+pub type Settings = ClassPolicySettings;
+
+/// The policy.
+pub struct RuntimeClassPolicy;
+
+fn runtime_class() -> ClassKind {
+    ClassKind::new("node.k8s.io/v1", "RuntimeClass")
+}
+
+impl Policy for RuntimeClassPolicy {
+    const NAME: &'static str = "runtime-class-policy";
+    type Settings = Settings;
+
+    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+        ClassPolicySettings::parse(raw)
+    }
+
+    fn validate(
+        request: &AdmissionRequest,
+        settings: &Settings,
+        lookups: &mut Lookups<'_>,
+    ) -> Result<Verdict, PolicyError> {
+        let Some(pod) = pod_target(request, Self::NAME, PodTarget::CreateOnly)? else {
+            return Ok(Verdict::accept());
+        };
+        let kind = runtime_class();
+        let path = pod.spec.path.field("runtimeClassName");
+        let name = pod
+            .spec
+            .get_str("runtimeClassName")?
+            .filter(|n| !n.is_empty());
+        let on_error = settings.on_lookup_error;
+        let mut verdict = Verdict::accept();
+        // Rule 3: a named class is judged (the selector only when configured).
+        if let Some(name) = name {
+            record(
+                settings.classes.judge(&kind, name, lookups),
+                &path,
+                on_error,
+                &mut verdict,
+            )?;
+            return Ok(verdict);
+        }
+        // Rule 2 (and templates: never mutated, an absent class is accepted).
+        let Some(default) = settings.classes.default() else {
+            return Ok(verdict);
+        };
+        if pod.kind.is_template() {
+            return Ok(verdict);
+        }
+        // Rule 1: write the default with what the RuntimeClass plugin would have added.
+        match kind.fetch(default, lookups) {
+            Err(e) => skip_on_lookup_error(e, &path, on_error, &mut verdict)?,
+            Ok(None) => verdict.violation(
+                &path,
+                format!("default RuntimeClass {default:?} does not exist"),
+            ),
+            Ok(Some(class)) => {
+                let mut object = request.object.clone();
+                set(&mut object, &["spec"], "runtimeClassName", json!(default))?;
+                apply_class(&pod.spec, &mut object, default, &class, &mut verdict)?;
+                if verdict.is_clean() {
+                    verdict.mutate(object);
+                }
+            }
+        }
+        Ok(verdict)
+    }
+}
+
+/// Copies the class's `overhead.podFixed`, merges `scheduling.nodeSelector` and appends the
+/// missing `scheduling.tolerations`; conflicts become violations.
+fn apply_class(
+    spec: &At<'_>,
+    object: &mut Value,
+    name: &str,
+    class: &Value,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let class_at = At::new(class, FieldPath::root(&format!("RuntimeClass {name:?}")));
+    // Overhead.
+    let class_overhead = match class_at.get_object("overhead")? {
+        Some(o) => o.get_object("podFixed")?,
+        None => None,
+    };
+    let pod_overhead = spec.get_object("overhead")?;
+    let overhead_path = spec.path.field("overhead");
+    match (class_overhead, pod_overhead) {
+        (Some(c), None) => set(object, &["spec"], "overhead", c.value.clone())?,
+        (Some(c), Some(p)) => {
+            if !same_quantities(&c, &p)? {
+                verdict.violation(
+                    &overhead_path,
+                    format!(
+                        "{} differs from RuntimeClass {name:?} overhead.podFixed {}",
+                        describe_map(&p)?,
+                        describe_map(&c)?
+                    ),
+                );
+            }
+        }
+        (None, Some(p)) => verdict.violation(
+            &overhead_path,
+            format!(
+                "{} is set, but RuntimeClass {name:?} defines no overhead.podFixed",
+                describe_map(&p)?
+            ),
+        ),
+        (None, None) => {}
+    }
+    let scheduling = class_at.get_object("scheduling")?;
+    // Node selector.
+    let class_selector = match &scheduling {
+        Some(s) => s.get_string_map("nodeSelector")?,
+        None => Vec::new(),
+    };
+    let pod_selector = spec.get_string_map("nodeSelector")?;
+    let selector_path = spec.path.field("nodeSelector");
+    for (key, value) in class_selector {
+        match pod_selector.iter().find(|(k, _)| *k == key) {
+            Some((_, found)) if *found == value => {}
+            Some((_, found)) => verdict.violation(
+                &selector_path.key(key),
+                format!("{found:?} conflicts with RuntimeClass {name:?} scheduling.nodeSelector {key}={value}"),
+            ),
+            None => set(object, &["spec", "nodeSelector"], key, json!(value))?,
+        }
+    }
+    // Tolerations: append those not already present (deep equality).
+    let class_tolerations = match &scheduling {
+        Some(s) => s.get_list("tolerations")?,
+        None => Vec::new(),
+    };
+    for toleration in class_tolerations {
+        let present = object
+            .get("spec")
+            .and_then(|s| s.get("tolerations"))
+            .and_then(Value::as_array)
+            .is_some_and(|list| list.contains(toleration.value));
+        if !present {
+            push(object, &["spec"], "tolerations", toleration.value.clone())?;
+        }
+    }
+    Ok(())
+}
+
+fn quantities(map: &At<'_>) -> Result<Map<String, Value>, PolicyError> {
+    Ok(map.object()?.clone())
+}
+
+/// Whether two resource maps hold the same resources with equal quantities.
+fn same_quantities(a: &At<'_>, b: &At<'_>) -> Result<bool, PolicyError> {
+    let (a_map, b_map) = (quantities(a)?, quantities(b)?);
+    if a_map.len() != b_map.len() {
+        return Ok(false);
+    }
+    for (key, av) in &a_map {
+        let Some(bv) = b_map.get(key) else {
+            return Ok(false);
+        };
+        let qa = Quantity::from_at(&At::new(av, a.path.key(key)))?;
+        let qb = Quantity::from_at(&At::new(bv, b.path.key(key)))?;
+        if qa.nanos() != qb.nanos() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn describe_map(map: &At<'_>) -> Result<String, PolicyError> {
+    let parts: Vec<String> = map
+        .object()?
+        .iter()
+        .map(|(k, v)| match v.as_str() {
+            Some(s) => format!("{k}={s}"),
+            None => format!("{k}={v}"),
+        })
+        .collect();
+    Ok(format!("{{{}}}", parts.join(", ")))
+}
+
+policy_core::export_policy!(RuntimeClassPolicy);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy_core::cluster::Objects;
+    use policy_core::policy::{ValidationResponse, evaluate};
+
+    fn gvisor() -> Value {
+        json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": "gvisor", "labels": {"sandbox": "true"}}, "handler": "runsc",
+            "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}},
+            "scheduling": {"nodeSelector": {"runtime": "gvisor"},
+                "tolerations": [{"key": "runtime", "operator": "Equal", "value": "gvisor", "effect": "NoSchedule"}]}})
+    }
+
+    fn run(spec: Value) -> ValidationResponse {
+        let payload = json!({
+            "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+                "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}},
+            "settings": {"default": "gvisor"}
+        });
+        evaluate::<RuntimeClassPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::new(vec![gvisor()]),
+        )
+    }
+
+    #[test]
+    fn default_brings_overhead_and_scheduling() {
+        let r = run(json!({"containers": []}));
+        assert!(r.accepted, "{:?}", r.message);
+        let spec = &r.mutated_object.unwrap()["spec"];
+        assert_eq!(spec["runtimeClassName"], "gvisor");
+        assert_eq!(spec["overhead"], json!({"cpu": "250m", "memory": "120Mi"}));
+        assert_eq!(spec["nodeSelector"], json!({"runtime": "gvisor"}));
+        assert_eq!(spec["tolerations"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn equal_overhead_in_other_units_is_fine() {
+        let r = run(json!({"containers": [], "overhead": {"cpu": "0.25", "memory": "120Mi"}}));
+        assert!(r.accepted, "{:?}", r.message);
+        let r = run(json!({"containers": [], "overhead": {"cpu": "100m"}}));
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "spec.overhead: {cpu=100m} differs from RuntimeClass \"gvisor\" overhead.podFixed {cpu=250m, memory=120Mi}"
+            )
+        );
+    }
+
+    #[test]
+    fn conflicts_are_reported_together() {
+        let r = run(json!({"containers": [], "nodeSelector": {"runtime": "kata"}}));
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "spec.nodeSelector[\"runtime\"]: \"kata\" conflicts with RuntimeClass \"gvisor\" scheduling.nodeSelector runtime=gvisor"
+            )
+        );
+    }
+}
