@@ -6,8 +6,9 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 WASM_TARGET := wasm32-wasip1
-WASM_DIR := target/$(WASM_TARGET)/release
-TESTDRIVE := target/host/testdrive
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+WASM_DIR := $(TARGET_DIR)/$(WASM_TARGET)/release
+TESTDRIVE := $(TARGET_DIR)/host/testdrive
 POLICIES := $(notdir $(wildcard policies/*-policy))
 POLICY_PKGS := $(foreach p,$(POLICIES),-p $(p))
 SEED_SETTINGS := test_data/settings/pod-toleration-seed.yaml
@@ -61,12 +62,12 @@ e2e: check
 
 # Annotated modules (what `kwctl annotate` produces), in target/annotated/.
 annotate: policies testdrive
-	@mkdir -p target/annotated
+	@mkdir -p $(TARGET_DIR)/annotated
 	@for p in $(POLICIES); do \
 	  w=$$(echo $$p | tr - _); \
 	  $(TESTDRIVE) annotate $(WASM_DIR)/$$w.wasm --metadata policies/$$p/metadata.yml \
-	    --usage policies/$$p/README.md -o target/annotated/$$p.wasm || exit 1; \
-	  echo "target/annotated/$$p.wasm"; \
+	    --usage policies/$$p/README.md -o $(TARGET_DIR)/annotated/$$p.wasm || exit 1; \
+	  echo "$(TARGET_DIR)/annotated/$$p.wasm"; \
 	done
 
 # Per policy: wasm size, µs/request with a fresh instance (as policy-server) and with a
@@ -74,10 +75,10 @@ annotate: policies testdrive
 # policies that have examples/native_bench.rs.
 bench: policies testdrive
 	$(TESTDRIVE) bench --wasm-dir $(WASM_DIR)
-	@$(TESTDRIVE) bench --emit-payloads target/bench-inputs > /dev/null
+	@$(TESTDRIVE) bench --emit-payloads $(TARGET_DIR)/bench-inputs > /dev/null
 	@for p in $(POLICIES); do \
-	  if [ -f policies/$$p/examples/native_bench.rs ] && [ -f target/bench-inputs/$$p.json ]; then \
-	    $(CARGO) run -q --profile host -p $$p --example native_bench -- target/bench-inputs/$$p.json || exit 1; \
+	  if [ -f policies/$$p/examples/native_bench.rs ] && [ -f $(TARGET_DIR)/bench-inputs/$$p.json ]; then \
+	    $(CARGO) run -q --profile host -p $$p --example native_bench -- $(TARGET_DIR)/bench-inputs/$$p.json || exit 1; \
 	  fi; \
 	done
 
