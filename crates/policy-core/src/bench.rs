@@ -54,14 +54,14 @@ pub fn main_for<P: Policy>() -> i32 {
     for path in std::env::args().skip(1) {
         let inputs: Vec<BenchInput> = match std::fs::read(&path)
             .map_err(|e| e.to_string())
-            .and_then(|b| {
-                serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string())
-            })
+            .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
             .and_then(|v| {
                 if v.is_array() {
                     serde_json::from_value(v).map_err(|e| e.to_string())
                 } else {
-                    serde_json::from_value(v).map(|one| vec![one]).map_err(|e| e.to_string())
+                    serde_json::from_value(v)
+                        .map(|one| vec![one])
+                        .map_err(|e| e.to_string())
                 }
             }) {
             Ok(i) => i,

@@ -120,10 +120,18 @@ mod tests {
 
     #[test]
     fn wiring_exists_rejected_and_equal_allowed_for_group() {
-        let r = run(pod(json!([{"key": "dedicated", "operator": "Exists"}])), "bob", &["tenantA-users"]);
+        let r = run(
+            pod(json!([{"key": "dedicated", "operator": "Exists"}])),
+            "bob",
+            &["tenantA-users"],
+        );
         assert!(!r.accepted);
         assert_eq!(r.code, Some(403));
-        let r = run(pod(json!([{"key": "dedicated", "value": "tenantA"}])), "bob", &["tenantA-users"]);
+        let r = run(
+            pod(json!([{"key": "dedicated", "value": "tenantA"}])),
+            "bob",
+            &["tenantA-users"],
+        );
         assert!(r.accepted, "{:?}", r.message);
     }
 
@@ -135,7 +143,10 @@ mod tests {
             &[],
         );
         let msg = r.message.unwrap();
-        assert!(msg.starts_with("spec.tolerations[0]: operator \"Exists\""), "{msg}");
+        assert!(
+            msg.starts_with("spec.tolerations[0]: operator \"Exists\""),
+            "{msg}"
+        );
         assert!(msg.contains("; spec.tolerations[1]: user \"bob\" may not tolerate protected taint dedicated=tenantA:NoSchedule; allowed: groups [tenantA-users]"), "{msg}");
     }
 

@@ -66,7 +66,8 @@ impl Settings {
     /// Decodes and validates raw settings.
     pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
         let raw: RawSettings = decode(raw)?;
-        let legacy = raw.taint.is_some() || raw.allowed_users.is_some() || raw.allowed_groups.is_some();
+        let legacy =
+            raw.taint.is_some() || raw.allowed_users.is_some() || raw.allowed_groups.is_some();
         let protected_taints = match (raw.protected_taints, legacy) {
             (Some(_), true) => {
                 return Err(SettingsError::new(
@@ -83,7 +84,9 @@ impl Settings {
                 }
                 list.iter()
                     .enumerate()
-                    .map(|(i, p)| protected_taint(p).map_err(|e| e.under(&format!("protectedTaints[{i}]"))))
+                    .map(|(i, p)| {
+                        protected_taint(p).map_err(|e| e.under(&format!("protectedTaints[{i}]")))
+                    })
                     .collect::<Result<Vec<_>, _>>()?
             }
             (None, true) => {
@@ -93,9 +96,14 @@ impl Settings {
                         "required when allowed_users or allowed_groups is given",
                     ));
                 };
-                let taint = Taint::new(&taint.key, &taint.value, None).map_err(|e| e.under("taint"))?;
+                let taint =
+                    Taint::new(&taint.key, &taint.value, None).map_err(|e| e.under("taint"))?;
                 let allowed = Principals::from_parts(
-                    ["allowed_users", "allowed_groups", "allowed_service_accounts"],
+                    [
+                        "allowed_users",
+                        "allowed_groups",
+                        "allowed_service_accounts",
+                    ],
                     &raw.allowed_users.unwrap_or_default(),
                     &raw.allowed_groups.unwrap_or_default(),
                     &[],
