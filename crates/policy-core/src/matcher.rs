@@ -1,7 +1,9 @@
 //! Full-match string matchers: exact sets and regexes anchored as `^(?:re)$` (SPEC 2.3).
 //!
-//! Regexes are syntax-checked when settings are validated and compiled lazily on first use,
-//! because policy-server builds a fresh instance for every request.
+//! Regexes are syntax-checked (parsed, not compiled) when settings are read and compiled
+//! lazily on first use, because policy-server builds a fresh instance for every request and
+//! reads the settings again each time: compiling every regex of the settings per request
+//! would cost milliseconds.
 
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
@@ -28,8 +30,9 @@ impl FullMatch {
     /// assert!(!re.is_match("internal.registry.io.evil.com"));
     /// ```
     pub fn new(pattern: &str) -> Result<Self, String> {
-        regex::Regex::new(&anchor(pattern))
-            .map_err(|e| format!("invalid regex {pattern:?}: {e}"))?;
+        regex_syntax::Parser::new()
+            .parse(&anchor(pattern))
+            .map_err(|e| format!("invalid regex {pattern:?}: {}", first_line(&e.to_string())))?;
         Ok(Self::unchecked(pattern))
     }
 
@@ -60,6 +63,17 @@ impl PartialEq for FullMatch {
     fn eq(&self, other: &Self) -> bool {
         self.pattern == other.pattern
     }
+}
+
+/// The error summary of a regex-syntax message (which spans several lines with a caret
+/// diagram); the pattern itself is already quoted by the caller.
+fn first_line(message: &str) -> String {
+    message
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("error:"))
+        .map(|l| l.trim().to_owned())
+        .unwrap_or_else(|| message.lines().next().unwrap_or("").to_owned())
 }
 
 fn anchor(pattern: &str) -> String {
