@@ -45,7 +45,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 unit:
-	$(CARGO) test --profile host --workspace
+	$(CARGO) test --profile host --workspace --no-fail-fast
 
 policies:
 	$(CARGO) build --release --target $(WASM_TARGET) $(POLICY_PKGS)

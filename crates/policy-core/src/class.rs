@@ -198,10 +198,25 @@ impl ClassAllowList {
         };
         let selector = match (&raw.selector, alias) {
             (Some(s), _) => Some(LabelSelector::build(s).map_err(|e| e.under("selector"))?),
-            (None, true) => Some(LabelSelector::build(&LabelSelectorSettings {
-                match_labels: raw.match_labels.clone(),
-                match_expressions: raw.match_expressions.clone(),
-            })?),
+            (None, true) => Some(
+                LabelSelector::build(&LabelSelectorSettings {
+                    match_labels: raw.match_labels.clone(),
+                    match_expressions: raw.match_expressions.clone(),
+                })
+                .map_err(|e| {
+                    // The empty-selector refusal has no path of its own: name the alias.
+                    if e.path.is_empty() {
+                        let key = if raw.match_labels.is_some() {
+                            "matchLabels"
+                        } else {
+                            "matchExpressions"
+                        };
+                        SettingsError::new(key, e.problem)
+                    } else {
+                        e
+                    }
+                })?,
+            ),
             (None, false) => None,
         };
         let default = match &raw.default {
@@ -469,7 +484,9 @@ mod tests {
     #[rstest]
     #[case(json!({}), "", "needs at least one of allowed, allowedRegex, selector or default")]
     #[case(json!({"selector": {}}), "selector", "empty selector is ambiguous")]
-    #[case(json!({"matchLabels": {}}), "", "empty selector is ambiguous")]
+    #[case(json!({"matchLabels": {}}), "matchLabels", "empty selector is ambiguous")]
+    #[case(json!({"matchExpressions": []}), "matchExpressions", "empty selector is ambiguous")]
+    #[case(json!({"matchLabels": {}, "matchExpressions": []}), "matchLabels", "empty selector is ambiguous")]
     #[case(json!({"selector": {"matchLabels": {"a": "b"}}, "matchLabels": {"a": "b"}}), "matchLabels", "not both")]
     #[case(json!({"allowedRegex": "("}), "allowedRegex", "invalid regex")]
     #[case(json!({"allowedRegex": ["a", "("]}), "allowedRegex[1]", "invalid regex")]

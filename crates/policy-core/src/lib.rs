@@ -24,6 +24,8 @@ pub mod restriction;
 pub mod security_context;
 pub mod selector;
 pub mod settings;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod toleration;
 pub mod verdict;
 pub mod workload;

@@ -72,48 +72,61 @@ impl Policy for DeviceClassPolicy {
             None => Vec::new(),
         };
         let kind = ClassKind::new(&settings.device_class_api_version, "DeviceClass");
+        let v1beta1 = version == "v1beta1";
         let mut verdict = Verdict::accept();
         for req in requests {
             req.object()?;
-            // The classes of this request, with their paths, in document order.
-            let mut classes: Vec<(FieldPath, &str)> = Vec::new();
-            if version == "v1beta1" {
-                if let Some(c) = req.get_str("deviceClassName")? {
-                    classes.push((req.path.field("deviceClassName"), c));
-                }
-                admin_access(&req, settings, &mut verdict)?;
-            } else if let Some(exactly) = req.get_object("exactly")? {
-                if let Some(c) = exactly.get_str("deviceClassName")? {
-                    classes.push((exactly.path.field("deviceClassName"), c));
-                }
-                admin_access(&exactly, settings, &mut verdict)?;
-            }
             let subrequests = req.get_list("firstAvailable")?;
-            for sub in &subrequests {
-                sub.object()?;
-                if let Some(c) = sub.get_str("deviceClassName")? {
-                    classes.push((sub.path.field("deviceClassName"), c));
-                }
-                admin_access(sub, settings, &mut verdict)?;
-            }
-            if classes.is_empty() {
-                let exact = if version == "v1beta1" {
-                    "deviceClassName"
-                } else {
-                    "exactly.deviceClassName"
-                };
+            // The node naming the class outright: v1beta1 the request, v1/v1beta2 `exactly`.
+            let (exact, exact_key) = if v1beta1 {
+                (Some(req.clone()), "deviceClassName")
+            } else {
+                (req.get_object("exactly")?, "exactly.deviceClassName")
+            };
+            let exact_class = match &exact {
+                Some(node) => node.get_str("deviceClassName")?,
+                None => None,
+            };
+            if exact_class.is_none() && subrequests.is_empty() {
                 verdict.violation(
                     &req.path,
-                    format!("the request names no DeviceClass; set {exact} or firstAvailable[].deviceClassName"),
+                    format!("the request names no DeviceClass; set {exact_key} or firstAvailable[].deviceClassName"),
                 );
             }
-            for (path, class) in classes {
-                record(
-                    settings.classes.judge(&kind, class, lookups),
-                    &path,
-                    settings.on_lookup_error,
-                    &mut verdict,
-                )?;
+            // Classes and admin access are judged node by node, in document order.
+            if let Some(node) = &exact {
+                let path = node.path.field("deviceClassName");
+                match exact_class {
+                    Some(class) => record(
+                        settings.classes.judge(&kind, class, lookups),
+                        &path,
+                        settings.on_lookup_error,
+                        &mut verdict,
+                    )?,
+                    // An `exactly` without class next to `firstAvailable` is still judged.
+                    None if !v1beta1 && !subrequests.is_empty() => {
+                        verdict.violation(&path, "missing; every request must name a DeviceClass")
+                    }
+                    None => {}
+                }
+                admin_access(node, settings, &mut verdict)?;
+            }
+            for sub in &subrequests {
+                sub.object()?;
+                let path = sub.path.field("deviceClassName");
+                match sub.get_str("deviceClassName")? {
+                    Some(class) => record(
+                        settings.classes.judge(&kind, class, lookups),
+                        &path,
+                        settings.on_lookup_error,
+                        &mut verdict,
+                    )?,
+                    None => verdict.violation(
+                        &path,
+                        "missing; every firstAvailable subrequest must name a DeviceClass",
+                    ),
+                }
+                admin_access(sub, settings, &mut verdict)?;
             }
         }
         Ok(verdict)
@@ -153,6 +166,34 @@ mod tests {
             r.message.as_deref(),
             Some(
                 "spec.devices.requests[1].firstAvailable[1].deviceClassName: DeviceClass \"gpu-secret\" is not allowed; allowed: names [gpu-prod]"
+            )
+        );
+    }
+
+    #[test]
+    fn violations_in_document_order_and_classless_subrequests() {
+        let r = run(
+            "v1",
+            json!([{"name": "a", "exactly": {"deviceClassName": "gpu-x", "adminAccess": true}},
+                   {"name": "b", "firstAvailable": [{"name": "x"}, {"name": "y", "deviceClassName": "gpu-prod", "adminAccess": true}]}]),
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some(concat!(
+                "spec.devices.requests[0].exactly.deviceClassName: DeviceClass \"gpu-x\" is not allowed; allowed: names [gpu-prod]; ",
+                "spec.devices.requests[0].exactly.adminAccess: \"true\": requests with admin access are not allowed (they expose devices in use by others); ",
+                "spec.devices.requests[1].firstAvailable[0].deviceClassName: missing; every firstAvailable subrequest must name a DeviceClass; ",
+                "spec.devices.requests[1].firstAvailable[1].adminAccess: \"true\": requests with admin access are not allowed (they expose devices in use by others)"
+            ))
+        );
+        let r = run(
+            "v1",
+            json!([{"name": "a", "exactly": {"count": 1}, "firstAvailable": [{"name": "x", "deviceClassName": "gpu-prod"}]}]),
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "spec.devices.requests[0].exactly.deviceClassName: missing; every request must name a DeviceClass"
             )
         );
     }

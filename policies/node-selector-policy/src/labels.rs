@@ -47,16 +47,23 @@ pub fn is_label_value(value: &str) -> bool {
 }
 
 /// Parses `k=v,k2=v2` (whitespace around items, keys and values trimmed). `None` when an
-/// item lacks `=`, uses `==`, or has an invalid key or value.
+/// item lacks `=`, uses `==`, or has an invalid key or value. A repeated key keeps its last
+/// value at the position of its first occurrence (as Kubernetes'
+/// `labels.ConvertSelectorToLabelsMap`, which APPUiO and PodNodeSelector use).
 pub fn parse_selector(text: &str) -> Option<Vec<(String, String)>> {
-    text.split(',')
-        .map(|item| {
-            let (k, v) = item.split_once('=')?;
-            let (k, v) = (k.trim(), v.trim());
-            (is_label_key(k) && is_label_value(v) && !v.starts_with('='))
-                .then(|| (k.to_owned(), v.to_owned()))
-        })
-        .collect()
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for item in text.split(',') {
+        let (k, v) = item.split_once('=')?;
+        let (k, v) = (k.trim(), v.trim());
+        if !(is_label_key(k) && is_label_value(v)) {
+            return None;
+        }
+        match pairs.iter_mut().find(|(key, _)| key == k) {
+            Some(pair) => pair.1 = v.to_owned(),
+            None => pairs.push((k.to_owned(), v.to_owned())),
+        }
+    }
+    Some(pairs)
 }
 
 #[cfg(test)]
@@ -91,5 +98,11 @@ mod tests {
         assert_eq!(parse_selector("a==b"), None);
         assert_eq!(parse_selector("a=b,"), None);
         assert_eq!(parse_selector("a=b c"), None);
+        assert_eq!(parse_selector("a=b=c"), None);
+        assert_eq!(parse_selector(" a = b "), Some(vec![("a".into(), "b".into())]));
+        assert_eq!(
+            parse_selector("a=b,c=d,a=e"),
+            Some(vec![("a".into(), "e".into()), ("c".into(), "d".into())])
+        );
     }
 }

@@ -283,8 +283,20 @@ fn judge_claim_class(
             return Ok(());
         }
         claim.mismatch(verdict);
-        if let (Some(c), path) = claim.effective() {
-            record(classes.judge(&kind, c, lookups), path, on_error, verdict)?;
+        match claim.effective() {
+            (Some(c), path) => {
+                record(classes.judge(&kind, c, lookups), path, on_error, verdict)?;
+            }
+            // Removing the legacy annotation of a claim without field leaves it class-less:
+            // nothing is mutated on UPDATE, and a nil class binds like `""` when no cluster
+            // default exists, so rule 2 refuses it.
+            (None, path) => verdict.violation(
+                path,
+                format!(
+                    "a StorageClass is required; allowed: {}",
+                    classes.describe()
+                ),
+            ),
         }
         return Ok(());
     }

@@ -407,7 +407,7 @@ struct PodSpecRestriction {
     node_selector: Option<StringMapRestriction>,
     automount: Option<BoolRestriction>,
     security_context: Option<PodSecurityContextRestriction>,
-    volumes: AnyOf<VolumeRestriction>,
+    volumes: VolumeAlternatives,
     containers: AnyOf<ContainerRestriction>,
     init_containers: Option<AnyOf<ContainerRestriction>>,
     ephemeral_containers: Option<AnyOf<ContainerRestriction>>,
@@ -457,8 +457,10 @@ impl PodSpecRestriction {
                 "securityContext",
                 PodSecurityContextRestriction::build,
             )?,
-            volumes: AnyOf::build(raw.volumes, VolumeRestriction::build)
-                .map_err(|e| e.under("volumes"))?,
+            volumes: volume_alternatives(
+                AnyOf::build(raw.volumes, VolumeRestriction::build)
+                    .map_err(|e| e.under("volumes"))?,
+            ),
             containers: containers(raw.containers, "containers")?,
             init_containers: init.map(|r| containers(r, "initContainers")).transpose()?,
             ephemeral_containers: ephemeral
@@ -529,11 +531,11 @@ impl PodSpecRestriction {
             return Ok(());
         }
         let (list, list_path) = field(Some(spec), &spec.path, "volumes");
-        for alternative in self.volumes.alternatives() {
-            alternative.collection.check(list, &list_path, out)?;
+        for flags in &self.volumes.flags {
+            flags.check(list, &list_path, out)?;
         }
         let volumes = spec.get_list("volumes")?;
-        if volumes.is_empty() {
+        if volumes.is_empty() || self.volumes.elements.is_unrestricted() {
             return Ok(());
         }
         let mounts = volume_mounts(spec)?;
@@ -545,11 +547,49 @@ impl PodSpecRestriction {
                 .filter(|(n, _)| Some(*n) == name)
                 .map(|(_, m)| m)
                 .collect();
-            self.volumes.check_with(out, |alternative, scratch| {
-                alternative.check(&volume, &mounted, scratch)
-            })?;
+            self.volumes
+                .elements
+                .check_with(out, |alternative, scratch| {
+                    alternative.check(&volume, &mounted, scratch)
+                })?;
         }
         Ok(())
+    }
+}
+
+/// The `volumes` setting split into the collection flags of every alternative (judged on
+/// the whole list, ANDed) and the alternatives each volume must satisfy one of.
+#[derive(Debug, Clone, Default)]
+struct VolumeAlternatives {
+    flags: Vec<CollectionRestriction>,
+    elements: AnyOf<VolumeRestriction>,
+}
+
+impl VolumeAlternatives {
+    fn is_unrestricted(&self) -> bool {
+        self.flags.is_empty() && self.elements.is_unrestricted()
+    }
+}
+
+/// Splits the volume alternatives. An alternative that sets only `forbidEmpty` /
+/// `requireEmpty` restricts the list, not its elements: it does not count as an alternative
+/// every volume satisfies (otherwise `[{volumeType: {whitelist: [secret]}}, {forbidEmpty:
+/// true}]` would admit any volume). An explicit `{}` still admits every volume.
+fn volume_alternatives(all: AnyOf<VolumeRestriction>) -> VolumeAlternatives {
+    let unrestricted = CollectionRestriction::default();
+    let mut flags = Vec::new();
+    let mut elements = Vec::new();
+    for alternative in all.alternatives() {
+        if alternative.collection != unrestricted {
+            flags.push(alternative.collection.clone());
+        }
+        if !(alternative.collection != unrestricted && alternative.restricts_no_element()) {
+            elements.push(alternative.clone());
+        }
+    }
+    VolumeAlternatives {
+        flags,
+        elements: AnyOf::new(elements),
     }
 }
 
@@ -999,6 +1039,15 @@ impl VolumeRestriction {
         })
     }
 
+    /// Whether no field of a single volume (or its mounts) is restricted.
+    fn restricts_no_element(&self) -> bool {
+        self.volume_type.is_none()
+            && self.host_path.is_none()
+            && self.host_path_type.is_none()
+            && self.read_only.is_none()
+            && self.mount_propagation.is_none()
+    }
+
     /// Judges one volume and its mounts (the collection flags are judged on the list).
     fn check(
         &self,
@@ -1136,6 +1185,26 @@ mod tests {
         json!({"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}, "seLinuxOptions": {"type": "spc_t"}}, "containers": [{"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}, {}]}}),
         &[r#"spec.securityContext.seLinuxOptions.type: "spc_t" is in blacklist [spc_t]"#,
           r#"spec.securityContext.seccompProfile.type: "Unconfined" is not in whitelist [RuntimeDefault]"#]
+    )]
+    #[case(
+        json!({"spec": {"volumes": [{"volumeType": {"whitelist": ["secret"]}}, {"forbidEmpty": true}]}}),
+        json!({"spec": {"volumes": [{"name": "s", "secret": {}}, {"name": "h", "hostPath": {"path": "/"}}]}}),
+        &[r#"spec.volumes[1]: volume type "hostPath" is not in whitelist [secret]"#]
+    )]
+    #[case(
+        json!({"spec": {"volumes": [{"volumeType": {"whitelist": ["secret"]}}, {"forbidEmpty": true}]}}),
+        json!({"spec": {"containers": []}}),
+        &["spec.volumes: nil, a non-empty value is required"]
+    )]
+    #[case(
+        json!({"spec": {"volumes": [{"volumeType": {"whitelist": ["secret"]}}, {}]}}),
+        json!({"spec": {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}}),
+        &[]
+    )]
+    #[case(
+        json!({"spec": {"volumes": {"requireEmpty": true}}}),
+        json!({"spec": {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}}),
+        &[r#"spec.volumes: [{"hostPath": {"path": "/"}, "name": "h"}], an empty value is required"#]
     )]
     #[case(
         json!({"spec": {"serviceAccountName": {"whitelist": ["app"]}}}),

@@ -257,55 +257,16 @@ mod robustness {
     use proptest::prelude::*;
     use serde_json::json;
 
+    const STRINGS: &[&str] = &[
+        "nginx",
+        "gcr.io/x:1",
+        "/data/../etc",
+        "ALL",
+        "RuntimeDefault",
+    ];
+
     fn arb_json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|n| json!(n)),
-            "[a-zA-Z:/.@-]{0,10}".prop_map(Value::String),
-            prop_oneof![
-                Just("nginx"),
-                Just("gcr.io/x:1"),
-                Just("/data/../etc"),
-                Just("ALL"),
-                Just("RuntimeDefault")
-            ]
-            .prop_map(|s| Value::String(s.to_owned())),
-        ];
-        leaf.prop_recursive(5, 64, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::btree_map(
-                    prop_oneof![
-                        Just("spec".to_owned()),
-                        Just("template".to_owned()),
-                        Just("jobTemplate".to_owned()),
-                        Just("metadata".to_owned()),
-                        Just("labels".to_owned()),
-                        Just("containers".to_owned()),
-                        Just("initContainers".to_owned()),
-                        Just("securityContext".to_owned()),
-                        Just("privileged".to_owned()),
-                        Just("runAsUser".to_owned()),
-                        Just("capabilities".to_owned()),
-                        Just("drop".to_owned()),
-                        Just("image".to_owned()),
-                        Just("imagePullPolicy".to_owned()),
-                        Just("volumes".to_owned()),
-                        Just("volumeMounts".to_owned()),
-                        Just("hostPath".to_owned()),
-                        Just("path".to_owned()),
-                        Just("name".to_owned()),
-                        Just("seccompProfile".to_owned()),
-                        Just("type".to_owned()),
-                        "[a-z]{1,6}",
-                    ],
-                    inner,
-                    0..5
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        policy_core::testing::arb_json(policy_core::testing::POD_KEYS, STRINGS)
     }
 
     fn settings() -> Value {

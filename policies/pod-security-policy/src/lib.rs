@@ -12,6 +12,7 @@ pub mod strategy;
 use policy_core::cluster::Lookups;
 use policy_core::pod::PodKind;
 use policy_core::policy::{Policy, unsupported_kind};
+use policy_core::principal::has_controller_owner;
 use policy_core::request::{AdmissionRequest, Operation};
 use policy_core::{Mode, PolicyError, SettingsError, Verdict};
 use serde_json::Value;
@@ -53,9 +54,20 @@ impl Policy for PodSecurityPolicy {
                 return Ok(Verdict::accept());
             }
         }
+        // A workload template written by a trusted controller for its controlling owner
+        // (a Deployment's ReplicaSet, a CronJob's Job) was judged with its owner (SPEC 2.6).
+        // Pods are always judged: controller-created Pods match by service account and
+        // namespace (SPEC 3.14 rule 5).
+        if kind.is_template()
+            && settings.trusted_controllers.matches(&request.user_info)
+            && has_controller_owner(object.value)
+        {
+            return Ok(Verdict::accept());
+        }
         let mutation = match (settings.mode, kind.is_template()) {
-            (Mode::Warn, _) => Mutation::Forbidden,
-            (Mode::Enforce, true) => Mutation::AsIf,
+            // Templates are never mutated and judged as if defaulted, in either mode.
+            (_, true) => Mutation::AsIf,
+            (Mode::Warn, false) => Mutation::Forbidden,
             (Mode::Enforce, false) if request.operation == Operation::Create && !ephemeral => {
                 Mutation::Apply
             }

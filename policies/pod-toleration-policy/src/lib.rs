@@ -166,42 +166,10 @@ mod robustness {
     use proptest::prelude::*;
     use serde_json::json;
 
+    const STRINGS: &[&str] = &["Exists", "Equal", "dedicated", "tenantA", "NoSchedule"];
+
     fn arb_json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|n| json!(n)),
-            "[a-zA-Z:=-]{0,8}".prop_map(Value::String),
-            prop_oneof![
-                Just("Exists"),
-                Just("Equal"),
-                Just("dedicated"),
-                Just("tenantA"),
-                Just("NoSchedule")
-            ]
-            .prop_map(|s| Value::String(s.to_owned())),
-        ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::btree_map(
-                    prop_oneof![
-                        Just("spec".to_owned()),
-                        Just("template".to_owned()),
-                        Just("tolerations".to_owned()),
-                        Just("key".to_owned()),
-                        Just("operator".to_owned()),
-                        Just("value".to_owned()),
-                        Just("effect".to_owned()),
-                        Just("metadata".to_owned()),
-                        "[a-z]{1,6}",
-                    ],
-                    inner,
-                    0..5
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        policy_core::testing::arb_json(policy_core::testing::POD_KEYS, STRINGS)
     }
 
     proptest! {

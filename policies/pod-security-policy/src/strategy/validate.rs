@@ -60,9 +60,10 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
     }
 
     // Pod security context
+    let containers = view.containers()?;
     let pod_sc = pod_context(pod)?;
     if let Some(sc) = &pod_sc {
-        pod_level_ids(r, sc, &mut out)?;
+        pod_level_ids(r, sc, &containers, &mut out)?;
         for sysctl in sc.get_list("sysctls")? {
             let name = sysctl.get_str("name")?.unwrap_or("");
             let path = sysctl.path.field("name");
@@ -170,7 +171,6 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
     }
 
     // volumes
-    let containers = view.containers()?;
     for vol in pod.get_list("volumes")? {
         check_volume(r, &vol, &containers, &mut out)?;
     }
@@ -193,8 +193,33 @@ fn in_ranges(ids: &ResolvedIds, field: &str, v: i64, path: &FieldPath, out: &mut
     }
 }
 
-fn pod_level_ids(r: &Resolved<'_>, sc: &At<'_>, out: &mut Out) -> Result<(), PolicyError> {
-    if let Some(uid) = sc.get_i64("runAsUser")? {
+/// Whether some container inherits the Pod-level field `name` (does not set its own): a
+/// Pod-level `runAsUser`, `runAsGroup` or `runAsNonRoot` matters only through the containers
+/// it applies to (PSP validated the effective values per container).
+fn inherited(containers: &[Container<'_>], name: &str) -> Result<bool, PolicyError> {
+    for c in containers {
+        let own = match container_context(c)? {
+            Some(sc) => sc.has(name),
+            None => false,
+        };
+        if !own {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn pod_level_ids(
+    r: &Resolved<'_>,
+    sc: &At<'_>,
+    containers: &[Container<'_>],
+    out: &mut Out,
+) -> Result<(), PolicyError> {
+    let uid = match sc.get_i64("runAsUser")? {
+        Some(uid) if inherited(containers, "runAsUser")? => Some(uid),
+        _ => None,
+    };
+    if let Some(uid) = uid {
         let path = sc.path.field("runAsUser");
         match r.run_as_user.rule {
             IdRule::MustRunAs => in_ranges(&r.run_as_user, "runAsUser", uid, &path, out),
@@ -205,7 +230,9 @@ fn pod_level_ids(r: &Resolved<'_>, sc: &At<'_>, out: &mut Out) -> Result<(), Pol
             _ => {}
         }
     }
-    if r.run_as_user.rule == IdRule::MustRunAsNonRoot && sc.get_bool("runAsNonRoot")? == Some(false)
+    if r.run_as_user.rule == IdRule::MustRunAsNonRoot
+        && sc.get_bool("runAsNonRoot")? == Some(false)
+        && inherited(containers, "runAsNonRoot")?
     {
         out.push(
             &sc.path.field("runAsNonRoot"),
@@ -214,6 +241,7 @@ fn pod_level_ids(r: &Resolved<'_>, sc: &At<'_>, out: &mut Out) -> Result<(), Pol
     }
     if let Some(gid) = sc.get_i64("runAsGroup")?
         && matches!(r.run_as_group.rule, IdRule::MustRunAs | IdRule::MayRunAs)
+        && inherited(containers, "runAsGroup")?
     {
         in_ranges(
             &r.run_as_group,
@@ -822,6 +850,40 @@ mod tests {
                 "spec.securityContext.fsGroup: 52001 is not in the allowed ranges [1-10] of fsGroup",
                 "spec.securityContext.supplementalGroups[0]: 0 is not in the allowed ranges [1-65535] of supplementalGroups",
                 "spec.containers[1].securityContext.runAsUser: 0 is not in the allowed ranges [52000-52000] of runAsUser"
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_level_ids_count_only_where_inherited() {
+        let s = spec(
+            json!({"runAsUser": {"rule": "MustRunAs", "ranges": [{"min": 52000, "max": 52000}]},
+            "runAsGroup": {"rule": "MustRunAs", "ranges": [{"min": 52000, "max": 52000}]}}),
+        );
+        // Every container overrides the Pod-level ids: the Pod values apply to nothing.
+        let overridden = json!({"spec": {"securityContext": {"runAsUser": 0, "runAsGroup": 0},
+            "containers": [{"name": "a", "securityContext": {"runAsUser": 52000, "runAsGroup": 52000}}]}});
+        assert!(run(&s, overridden).is_empty());
+        // One container inherits them: reported once, at the Pod path.
+        let inherited = json!({"spec": {"securityContext": {"runAsUser": 0, "runAsGroup": 0},
+            "containers": [{"name": "a", "securityContext": {"runAsUser": 52000, "runAsGroup": 52000}}, {"name": "b"}]}});
+        assert_eq!(
+            run(&s, inherited),
+            [
+                "spec.securityContext.runAsUser: 0 is not in the allowed ranges [52000-52000] of runAsUser",
+                "spec.securityContext.runAsGroup: 0 is not in the allowed ranges [52000-52000] of runAsGroup"
+            ]
+        );
+        let non_root = spec(json!({"runAsUser": {"rule": "MustRunAsNonRoot"}}));
+        let overridden = json!({"spec": {"securityContext": {"runAsNonRoot": false, "runAsUser": 0},
+            "containers": [{"name": "a", "securityContext": {"runAsNonRoot": true, "runAsUser": 1000}}]}});
+        assert!(run(&non_root, overridden).is_empty());
+        let inherited = json!({"spec": {"securityContext": {"runAsNonRoot": false},
+            "containers": [{"name": "a", "securityContext": {"runAsUser": 1000}}]}});
+        assert_eq!(
+            run(&non_root, inherited),
+            [
+                "spec.securityContext.runAsNonRoot: false is not allowed; containers must run as non-root"
             ]
         );
     }
