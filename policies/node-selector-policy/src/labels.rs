@@ -99,7 +99,10 @@ mod tests {
         assert_eq!(parse_selector("a=b,"), None);
         assert_eq!(parse_selector("a=b c"), None);
         assert_eq!(parse_selector("a=b=c"), None);
-        assert_eq!(parse_selector(" a = b "), Some(vec![("a".into(), "b".into())]));
+        assert_eq!(
+            parse_selector(" a = b "),
+            Some(vec![("a".into(), "b".into())])
+        );
         assert_eq!(
             parse_selector("a=b,c=d,a=e"),
             Some(vec![("a".into(), "e".into()), ("c".into(), "d".into())])
