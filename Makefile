@@ -78,7 +78,7 @@ bench: policies testdrive
 	@$(TESTDRIVE) bench --emit-payloads $(TARGET_DIR)/bench-inputs > /dev/null
 	@for p in $(POLICIES); do \
 	  if [ -f policies/$$p/examples/native_bench.rs ] && [ -f $(TARGET_DIR)/bench-inputs/$$p.json ]; then \
-	    $(CARGO) run -q --profile host -p $$p --example native_bench -- $(TARGET_DIR)/bench-inputs/$$p.json || exit 1; \
+	    $(CARGO) run -q --profile host -p $$p --example $$p-native-bench -- $(TARGET_DIR)/bench-inputs/$$p.json || exit 1; \
 	  fi; \
 	done
 
