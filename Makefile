@@ -50,8 +50,11 @@ unit:
 policies:
 	$(CARGO) build --release --target $(WASM_TARGET) $(POLICY_PKGS)
 
+# Built with the whole workspace's targets so that shared dependencies (wasmtime among them)
+# get the same features as in `make unit`: building testdrive alone would unify features
+# differently and compile wasmtime a second time.
 testdrive:
-	$(CARGO) build --profile host -p testdrive
+	$(CARGO) build --profile host --workspace --all-targets
 
 # Every declarative case of every policy, through the built wasm. Its last line is
 # "N passed, N failed".
