@@ -17,7 +17,7 @@ use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeE
 use crate::callbacks::{KubernetesRequest, SharedCallbacks};
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::request::validate_payload;
+use crate::request::{canonical, validate_payload};
 
 /// Length of one epoch tick of the execution deadline.
 const TICK: Duration = Duration::from_millis(100);
@@ -541,8 +541,8 @@ fn finish(
                 500,
             );
         } else {
-            let original = request.get("object").unwrap_or(&Value::Null);
-            let ops = json_patch::diff(original, mutated);
+            let original = canonical(request.get("object").unwrap_or(&Value::Null));
+            let ops = json_patch::diff(&original, &canonical(mutated));
             if !ops.0.is_empty() {
                 let bytes = serde_json::to_vec(&ops)
                     .map_err(|e| Error::Invalid(format!("cannot serialize patch: {e}")))?;

@@ -67,9 +67,37 @@ pub fn merge_patch(document: &mut Value, patch: &Value) {
     json_patch::merge(document, patch);
 }
 
-/// The `validate` payload the host sends to the guest.
+/// The `validate` payload the host sends to the guest, with object keys in sorted order.
 pub fn validate_payload(request: &Value, settings: &Value) -> Value {
-    serde_json::json!({ "request": request, "settings": settings })
+    serde_json::json!({ "request": canonical(request), "settings": canonical(settings) })
+}
+
+/// `value` with the keys of every object in sorted order.
+///
+/// serde_json keeps insertion order or sorts keys depending on a feature that Cargo unifies
+/// across the workspace; canonical values make what the guest receives, and the order of
+/// the JSON Patch operations, the same in every build.
+///
+/// ```
+/// let v = serde_json::json!({"b": 1, "a": {"d": 2, "c": 3}});
+/// let keys: Vec<String> = testdrive::request::canonical(&v).as_object().unwrap().keys().cloned().collect();
+/// assert_eq!(keys, ["a", "b"]);
+/// ```
+pub fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), canonical(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]
