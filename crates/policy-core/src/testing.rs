@@ -32,6 +32,21 @@ pub fn arb_json(
     })
 }
 
+/// Checks the shape of a verdict reached without cluster state: an acceptance carries no
+/// code; a rejection carries a message and 400 (malformed input) or 403 (violation) —
+/// never a 500, which would mean the policy failed instead of judging.
+pub fn judged_without_lookups(
+    r: &crate::policy::ValidationResponse,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    if r.accepted {
+        prop_assert!(r.code.is_none(), "accepted with code {:?}", r.code);
+    } else {
+        prop_assert!(matches!(r.code, Some(400) | Some(403)), "{:?}", r.code);
+        prop_assert!(r.message.is_some());
+    }
+    Ok(())
+}
+
 /// Object keys of pod-bearing resources, for [`arb_json`].
 pub const POD_KEYS: &[&str] = &[
     "spec",
