@@ -110,7 +110,8 @@ pub fn select(
     };
     // Malformed fields are a 400 whichever profile would (not) have read them.
     policy_core::security_context::check_shape(&view)?;
-    let namespace = request.object_namespace();
+    // Profiles are chosen by namespace and by the Pod's service account `<ns>:<name>`.
+    let namespace = request.namespace()?;
     let service_account = match view.spec.get_str("serviceAccountName")? {
         Some(s) if !s.is_empty() => s,
         _ => match view.spec.get_str("serviceAccount")? {
