@@ -126,7 +126,7 @@ pub fn select(
         .iter()
         .filter(|p| {
             p.subjects
-                .matches(user, trusted, &namespace, service_account)
+                .matches(user, trusted, namespace, service_account)
         })
         .collect();
     if usable.is_empty() {
@@ -144,7 +144,7 @@ pub fn select(
         .iter()
         .any(|p| matches!(&p.body, Body::Spec(s) if s.reads_namespace()));
     let ns_ids = if needs_namespace {
-        read_namespace(&namespace, settings, lookups, &mut verdict)?
+        read_namespace(namespace, settings, lookups, &mut verdict)?
     } else {
         NamespaceIds::NotRead
     };
