@@ -80,7 +80,8 @@ impl ListRequest {
     }
 }
 
-/// Why a lookup failed (the host's error text).
+/// Why a lookup failed: the first line of the host's error text, without the guest
+/// library's and the host's prefixes (see [`host_error_text`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LookupFailure(pub String);
 
@@ -92,9 +93,102 @@ pub trait Cluster {
     fn list(&mut self, request: &ListRequest) -> Result<Vec<Value>, LookupFailure>;
 }
 
-/// Whether a host error means "the object does not exist" (the Kubernetes API's 404).
-pub fn is_not_found(message: &str) -> bool {
-    message.contains("NotFound") || message.contains("not found")
+/// The error text with which the Kubewarden host (policy-evaluator) answers a `get_resource`
+/// of an object that does not exist: `Cannot find <apiVersion>/<kind> named '<name>' inside
+/// of namespace '<namespace>'`, the namespace written as Rust debug of an optional string
+/// (`None`, or `Some("team-a")`). There is no structured 404: this text is the host's
+/// only "does not exist", and kwctl records it verbatim into replay sessions.
+///
+/// ```
+/// use policy_core::cluster::{GetRequest, not_found_text};
+/// assert_eq!(not_found_text(&GetRequest::cluster_scoped("v1", "Namespace", "team-a")),
+///     "Cannot find v1/Namespace named 'team-a' inside of namespace 'None'");
+/// ```
+pub fn not_found_text(request: &GetRequest) -> String {
+    format!(
+        "Cannot find {}/{} named '{}' inside of namespace '{:?}'",
+        request.api_version,
+        request.kind,
+        request.name,
+        request.namespace.as_deref()
+    )
+}
+
+/// The meaningful first line of a host-call error as the guest receives it: the waPC guest
+/// prefix `Host error: ` and policy-evaluator's `Callback evaluation failure: ` are dropped,
+/// and so is everything after the first line (kwctl appends a stack backtrace).
+///
+/// ```
+/// use policy_core::cluster::host_error_text;
+/// assert_eq!(host_error_text("Host error: Callback evaluation failure: timeout\n\nStack backtrace:\n  0: x"),
+///     "timeout");
+/// ```
+pub fn host_error_text(error: &str) -> &str {
+    let text = error.strip_prefix("Host error: ").unwrap_or(error);
+    let text = text
+        .strip_prefix("Callback evaluation failure: ")
+        .unwrap_or(text);
+    text.lines().next().unwrap_or("").trim_end()
+}
+
+/// Whether a host-call error answering `request` is exactly the host's "does not exist" for
+/// that object ([`not_found_text`]: apiVersion, kind, name and namespace must all match).
+/// Every other error, whatever its words, is a lookup failure.
+pub fn is_not_found(request: &GetRequest, error: &str) -> bool {
+    host_error_text(error) == not_found_text(request)
+}
+
+/// Checks that a `get_resource` answer is the object asked for: a JSON object of the
+/// requested apiVersion and kind whose `metadata`, when present, is an object.
+fn check_object(request: &GetRequest, answer: &Value) -> Result<(), LookupFailure> {
+    let Some(object) = answer.as_object() else {
+        return Err(LookupFailure(format!(
+            "unexpected answer: expected a {} object, got {}",
+            request.kind,
+            json_type(answer)
+        )));
+    };
+    let field = |name: &str| object.get(name).and_then(Value::as_str);
+    if field("kind") != Some(request.kind.as_str())
+        || field("apiVersion") != Some(request.api_version.as_str())
+    {
+        return Err(LookupFailure(format!(
+            "unexpected answer: expected {}/{}, got {}/{}",
+            request.api_version,
+            request.kind,
+            field("apiVersion").unwrap_or("?"),
+            field("kind").unwrap_or("?")
+        )));
+    }
+    match object.get("metadata") {
+        None | Some(Value::Object(_)) => Ok(()),
+        Some(other) => Err(LookupFailure(format!(
+            "unexpected answer: metadata is {}",
+            json_type(other)
+        ))),
+    }
+}
+
+/// Checks the items of a list answer: every item must be a JSON object.
+fn check_items(items: &[Value]) -> Result<(), LookupFailure> {
+    match items.iter().position(|i| !i.is_object()) {
+        None => Ok(()),
+        Some(i) => Err(LookupFailure(format!(
+            "unexpected answer: items[{i}] is {}",
+            json_type(items.get(i).unwrap_or(&Value::Null))
+        ))),
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// What to do when a lookup fails (SPEC 2.8).
@@ -135,10 +229,14 @@ impl<'c> Lookups<'c> {
             request.name.clone(),
         );
         if !self.gets.contains_key(&key) {
-            let found = self.cluster.get(request).map_err(|e| PolicyError::Lookup {
+            let failed = |e: LookupFailure| PolicyError::Lookup {
                 what: request.describe(),
                 reason: e.0,
-            })?;
+            };
+            let found = self.cluster.get(request).map_err(failed)?;
+            if let Some(object) = &found {
+                check_object(request, object).map_err(failed)?;
+            }
             self.gets.insert(key.clone(), found);
         }
         Ok(self.gets.get(&key).and_then(Option::as_ref))
@@ -149,13 +247,12 @@ impl<'c> Lookups<'c> {
         let pos = match self.lists.iter().position(|(r, _)| r == request) {
             Some(p) => p,
             None => {
-                let items = self
-                    .cluster
-                    .list(request)
-                    .map_err(|e| PolicyError::Lookup {
-                        what: request.describe(),
-                        reason: e.0,
-                    })?;
+                let failed = |e: LookupFailure| PolicyError::Lookup {
+                    what: request.describe(),
+                    reason: e.0,
+                };
+                let items = self.cluster.list(request).map_err(failed)?;
+                check_items(&items).map_err(failed)?;
                 self.lists.push((request.clone(), items));
                 self.lists.len() - 1
             }
@@ -165,6 +262,25 @@ impl<'c> Lookups<'c> {
             .get(pos)
             .map(|(_, v)| v.as_slice())
             .unwrap_or(&[]))
+    }
+}
+
+/// The items of a list answer (`{"kind": "<Kind>List", "items": [...]}`): a non-object
+/// answer or `items` that are not a list is a failure; absent or `null` items are empty.
+pub fn list_items(answer: Value) -> Result<Vec<Value>, LookupFailure> {
+    let Value::Object(mut list) = answer else {
+        return Err(LookupFailure(format!(
+            "unexpected answer: expected a list object, got {}",
+            json_type(&answer)
+        )));
+    };
+    match list.remove("items") {
+        Some(Value::Array(items)) => Ok(items),
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(other) => Err(LookupFailure(format!(
+            "unexpected answer: items is {}",
+            json_type(&other)
+        ))),
     }
 }
 
@@ -182,10 +298,10 @@ impl Cluster for HostCluster {
                 .map_err(|e| LookupFailure(format!("undecodable answer: {e}"))),
             Err(e) => {
                 let text = e.to_string();
-                if is_not_found(&text) {
+                if is_not_found(request, &text) {
                     Ok(None)
                 } else {
-                    Err(LookupFailure(text))
+                    Err(LookupFailure(host_error_text(&text).to_owned()))
                 }
             }
         }
@@ -199,16 +315,10 @@ impl Cluster for HostCluster {
             "list_resources_all"
         };
         let raw = wapc_guest::host_call("kubewarden", "kubernetes", op, &msg)
-            .map_err(|e| LookupFailure(e.to_string()))?;
+            .map_err(|e| LookupFailure(host_error_text(&e.to_string()).to_owned()))?;
         let list: Value = serde_json::from_slice(&raw)
             .map_err(|e| LookupFailure(format!("undecodable answer: {e}")))?;
-        match list.get("items") {
-            Some(Value::Array(items)) => Ok(items.clone()),
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(_) => Err(LookupFailure(
-                "undecodable answer: items is not a list".into(),
-            )),
-        }
+        list_items(list)
     }
 }
 
@@ -447,8 +557,105 @@ mod tests {
     }
 
     #[test]
-    fn not_found_detection() {
-        assert!(is_not_found("namespaces \"x\" not found: NotFound (404)"));
-        assert!(!is_not_found("connection refused"));
+    fn not_found_is_exactly_the_hosts_answer_for_the_object_asked() {
+        let ns = GetRequest::cluster_scoped("v1", "Namespace", "x");
+        let host = "Host error: Callback evaluation failure: Cannot find v1/Namespace named 'x' inside of namespace 'None'\n\nStack backtrace:\n   0: anyhow::error";
+        assert!(is_not_found(&ns, host));
+        assert!(is_not_found(&ns, &not_found_text(&ns)));
+        let pv = GetRequest::namespaced("v1", "PersistentVolumeClaim", "team-a", "data");
+        assert_eq!(
+            not_found_text(&pv),
+            "Cannot find v1/PersistentVolumeClaim named 'data' inside of namespace 'Some(\"team-a\")'"
+        );
+        assert!(is_not_found(&pv, &not_found_text(&pv)));
+        // Any other text, whatever its words, is a failure.
+        for other in [
+            "upstream host not found",
+            "namespaces \"x\" not found: NotFound (404)",
+            "Host error: Callback evaluation failure: Cannot find v1/Namespace named 'y' inside of namespace 'None'",
+            "Host error: Callback evaluation failure: Cannot find v1/Pod named 'x' inside of namespace 'None'",
+            "Cannot find v1/Namespace named 'x' inside of namespace 'Some(\"x\")'",
+            "Cannot find v1/Namespace named 'x' inside of namespace 'None' (proxy)",
+            "Cannot find resource v1/Namespace",
+            "",
+        ] {
+            assert!(!is_not_found(&ns, other), "{other}");
+        }
+    }
+
+    #[test]
+    fn host_errors_show_their_first_line_only() {
+        assert_eq!(
+            host_error_text(
+                "Host error: Callback evaluation failure: boom\n\nStack backtrace:\n 0: x"
+            ),
+            "boom"
+        );
+        assert_eq!(host_error_text("plain"), "plain");
+        assert_eq!(host_error_text(""), "");
+    }
+
+    #[test]
+    fn answers_of_the_wrong_shape_are_failures() {
+        let ns = GetRequest::cluster_scoped("v1", "Namespace", "a");
+        for (answer, reason) in [
+            (
+                json!([{"kind": "Namespace"}]),
+                "expected a Namespace object, got a list",
+            ),
+            (json!("text"), "expected a Namespace object, got a string"),
+            (
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}),
+                "expected v1/Namespace, got v1/Pod",
+            ),
+            (
+                json!({"metadata": {"name": "a"}}),
+                "expected v1/Namespace, got ?/?",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": []}),
+                "metadata is a list",
+            ),
+        ] {
+            struct Fixed(Value);
+            impl Cluster for Fixed {
+                fn get(&mut self, _: &GetRequest) -> Result<Option<Value>, LookupFailure> {
+                    Ok(Some(self.0.clone()))
+                }
+                fn list(&mut self, _: &ListRequest) -> Result<Vec<Value>, LookupFailure> {
+                    Ok(vec![self.0.clone()])
+                }
+            }
+            let mut c = Fixed(answer);
+            let err = Lookups::new(&mut c).get(&ns).unwrap_err();
+            assert_eq!(err.code(), 500);
+            assert!(err.to_string().ends_with(reason), "{err}");
+        }
+        assert!(list_items(json!([])).is_err());
+        assert!(list_items(json!({"items": {}})).is_err());
+        assert_eq!(
+            list_items(json!({"kind": "NamespaceList"})).unwrap(),
+            Vec::<Value>::new()
+        );
+        let mut c = Objects::new(vec![]);
+        struct BadList;
+        impl Cluster for BadList {
+            fn get(&mut self, _: &GetRequest) -> Result<Option<Value>, LookupFailure> {
+                Ok(None)
+            }
+            fn list(&mut self, _: &ListRequest) -> Result<Vec<Value>, LookupFailure> {
+                Ok(vec![json!({}), json!(3)])
+            }
+        }
+        let req = ListRequest {
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+        };
+        assert!(Lookups::new(&mut c).list(&req).unwrap().is_empty());
+        let err = Lookups::new(&mut BadList).list(&req).unwrap_err();
+        assert!(err.to_string().ends_with("items[1] is a number"), "{err}");
     }
 }

@@ -1,19 +1,33 @@
 //! Full-match string matchers: exact sets and regexes anchored as `^(?:re)$` (SPEC 2.3).
 //!
-//! Regexes are syntax-checked (parsed, not compiled) when settings are read and compiled
-//! lazily on first use, because policy-server builds a fresh instance for every request and
-//! reads the settings again each time: compiling every regex of the settings per request
-//! would cost milliseconds.
+//! A settings regex is validated as written (so that `a)|(b`, which only parses once
+//! wrapped, is refused rather than silently unanchored), then compiled wrapped, with explicit
+//! size limits, when `validate_settings` reads the settings: a pattern too large to compile
+//! is refused with its settings path. When `validate` re-reads the settings (a fresh instance
+//! per request, SPEC 2.16) a regex is only stored and compiled, with the same limits, the
+//! first time a value needs it.
 
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
 
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
 use crate::error::SettingsError;
 
-/// One full-match regex, compiled on first use.
+/// Largest compiled program a settings regex may have (bytes); see [`RegexBuilder::size_limit`].
+pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Largest lazy-DFA cache a settings regex may use (bytes); see
+/// [`RegexBuilder::dfa_size_limit`].
+pub const REGEX_DFA_SIZE_LIMIT: usize = 1 << 20;
+/// Deepest nesting of groups and repetitions a settings regex may have.
+pub const REGEX_NEST_LIMIT: u32 = 64;
+
+/// One full-match regex over a whole value.
+///
+/// Settings regexes are allow-list entries only: a value is allowed when a regex matches it.
+/// A pattern that cannot be compiled (possible only for settings that skipped
+/// `validate_settings`) therefore matches nothing, which refuses the value.
 #[derive(Debug, Clone)]
 pub struct FullMatch {
     pattern: String,
@@ -21,28 +35,38 @@ pub struct FullMatch {
 }
 
 impl FullMatch {
-    /// Checks `pattern` and wraps it (not compiled until first use).
+    /// Validates `pattern` as written and compiles it anchored; when settings are re-read
+    /// by `validate` ([`crate::settings::is_reread`]) it is only stored and compiled on
+    /// first use.
     ///
     /// ```
     /// use policy_core::matcher::FullMatch;
     /// let re = FullMatch::new("internal\\.registry\\.io").unwrap();
     /// assert!(re.is_match("internal.registry.io"));
     /// assert!(!re.is_match("internal.registry.io.evil.com"));
+    /// assert!(FullMatch::new("a)|(b").is_err());
     /// ```
     pub fn new(pattern: &str) -> Result<Self, String> {
-        regex_syntax::Parser::new()
-            .parse(&anchor(pattern))
-            .map_err(|e| format!("invalid regex {pattern:?}: {}", first_line(&e.to_string())))?;
-        Ok(Self::unchecked(pattern))
-    }
-
-    /// Wraps `pattern` without checking it: for settings already validated by the host.
-    /// An invalid pattern then matches nothing.
-    pub fn unchecked(pattern: &str) -> Self {
-        FullMatch {
-            pattern: pattern.to_owned(),
-            compiled: OnceCell::new(),
+        let compiled = OnceCell::new();
+        if !crate::settings::is_reread() {
+            let invalid = |problem: String| format!("invalid regex {pattern:?}: {problem}");
+            regex_syntax::ParserBuilder::new()
+                .nest_limit(REGEX_NEST_LIMIT)
+                .build()
+                .parse(pattern)
+                .map_err(|e| invalid(first_line(&e.to_string())))?;
+            let regex = compile(pattern).map_err(|e| match e {
+                regex::Error::CompiledTooBig(_) => invalid(format!(
+                    "too large to compile (limit {REGEX_SIZE_LIMIT} bytes)"
+                )),
+                other => invalid(first_line(&other.to_string())),
+            })?;
+            let _ = compiled.set(Some(regex));
         }
+        Ok(FullMatch {
+            pattern: pattern.to_owned(),
+            compiled,
+        })
     }
 
     /// The pattern as written in the settings.
@@ -53,10 +77,19 @@ impl FullMatch {
     /// Whether the whole of `s` matches the pattern.
     pub fn is_match(&self, s: &str) -> bool {
         self.compiled
-            .get_or_init(|| Regex::new(&anchor(&self.pattern)).ok())
+            .get_or_init(|| compile(&self.pattern).ok())
             .as_ref()
             .is_some_and(|re| re.is_match(s))
     }
+}
+
+/// Compiles `pattern` anchored as `^(?:pattern)$`, within the size limits.
+fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(&format!("^(?:{pattern})$"))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
+        .nest_limit(REGEX_NEST_LIMIT)
+        .build()
 }
 
 impl PartialEq for FullMatch {
@@ -74,10 +107,6 @@ fn first_line(message: &str) -> String {
         .find(|l| l.trim_start().starts_with("error:"))
         .map(|l| l.trim().to_owned())
         .unwrap_or_else(|| message.lines().next().unwrap_or("").to_owned())
-}
-
-fn anchor(pattern: &str) -> String {
-    format!("^(?:{pattern})$")
 }
 
 /// A setting that is either one string or a list of strings (`allowedRegex: "a"` or `[a, b]`).
@@ -218,8 +247,36 @@ mod tests {
     }
 
     #[test]
-    fn unchecked_invalid_matches_nothing() {
-        assert!(!FullMatch::unchecked("(").is_match("("));
+    fn pattern_is_validated_as_written_before_wrapping() {
+        // Each balances its parentheses only once wrapped as `^(?:re)$`; accepted, it would
+        // match unanchored (`a)|(b` would admit "xb").
+        for p in ["a)|(b", ".*)|(.*", "(?x)a#)|(b", ")("] {
+            let err = FullMatch::new(p).unwrap_err();
+            assert!(err.starts_with(&format!("invalid regex {p:?}: ")), "{err}");
+        }
+    }
+
+    #[test]
+    fn too_large_pattern_is_refused_with_its_path() {
+        let err = regexes("allowedRegex", &["ok".into(), "\\w{1000}{1000}".into()]).unwrap_err();
+        assert_eq!(err.path, "allowedRegex[1]");
+        assert!(err.problem.contains("too large to compile"), "{err}");
+        let deep = format!("{}a{}", "(".repeat(100), ")".repeat(100));
+        let err = FullMatch::new(&deep).unwrap_err();
+        assert!(err.contains("nest"), "{err}");
+    }
+
+    #[test]
+    fn reread_defers_compilation_and_still_fails_closed() {
+        let re = crate::settings::reread(|| FullMatch::new("silver-.*")).unwrap();
+        assert!(
+            re.compiled.get().is_none(),
+            "not compiled until a value needs it"
+        );
+        assert!(re.is_match("silver-1"));
+        // A pattern that skipped validate_settings and cannot compile matches nothing.
+        let broken = crate::settings::reread(|| FullMatch::new("(")).unwrap();
+        assert!(!broken.is_match("("));
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> SettingsValidationRespons
 /// The answer to `validate` for a raw payload, with lookups answered by `cluster`.
 pub fn evaluate<P: Policy>(payload: &[u8], cluster: &mut dyn Cluster) -> ValidationResponse {
     let outcome = ValidatePayload::decode(payload).and_then(|p| {
-        let settings = P::settings(&p.settings).map_err(|e| {
+        let settings = crate::settings::reread(|| P::settings(&p.settings)).map_err(|e| {
             PolicyError::Settings(SettingsError::new("", format!("invalid settings: {e}")))
         })?;
         let mut lookups = Lookups::new(cluster);

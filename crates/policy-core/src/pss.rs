@@ -22,7 +22,7 @@ use crate::path::FieldPath;
 use crate::pod::{Container, PodView};
 use crate::security_context::{
     APPARMOR_CONTAINER_ANNOTATION_PREFIX, container_context, in_user_namespace, is_windows,
-    pod_context, volume_type,
+    pod_context, volume_sources,
 };
 use crate::verdict::Violation;
 
@@ -188,23 +188,24 @@ pub fn check(level: Level, pod: &PodView<'_>) -> Result<Vec<Violation>, PolicyEr
     }
     // volumes
     for vol in spec.get_list("volumes")? {
-        let ty = volume_type(&vol)?;
-        if restricted {
-            if !RESTRICTED_VOLUME_TYPES.contains(&ty) {
+        for ty in volume_sources(&vol)? {
+            if restricted {
+                if !RESTRICTED_VOLUME_TYPES.contains(&ty) {
+                    c.fail(
+                        &vol.path.field(ty),
+                        quoted(ty),
+                        "restricted volume types",
+                        &RESTRICTED_VOLUME_TYPES.join(", "),
+                    );
+                }
+            } else if ty == "hostPath" {
                 c.fail(
                     &vol.path.field(ty),
                     quoted(ty),
-                    "restricted volume types",
-                    &RESTRICTED_VOLUME_TYPES.join(", "),
+                    "hostPath volumes",
+                    "no hostPath volumes",
                 );
             }
-        } else if ty == "hostPath" {
-            c.fail(
-                &vol.path.field(ty),
-                quoted(ty),
-                "hostPath volumes",
-                "no hostPath volumes",
-            );
         }
     }
     // Pod securityContext
@@ -280,9 +281,15 @@ fn check_context_common(
             }
         }
     }
-    if let Some(p) = ctx.get_object("seccompProfile")?
-        && let Some(ty) = p.get_str("type")?
-    {
+    // A profile present without `type` has the empty type, as Pod Security Admission reads
+    // it: not Unconfined (baseline passes), not RuntimeDefault/Localhost (restricted fails).
+    if let Some(p) = ctx.get_object("seccompProfile")? {
+        let ty = p.get_str("type")?.unwrap_or("");
+        let found = if ty.is_empty() {
+            "nil".to_owned()
+        } else {
+            quoted(ty)
+        };
         if ty == "Unconfined" {
             let allowed = if restricted {
                 "RuntimeDefault, Localhost"
@@ -290,27 +297,33 @@ fn check_context_common(
                 "anything but Unconfined"
             };
             if !(restricted && windows) {
-                c.fail(&p.path.field("type"), quoted(ty), "seccompProfile", allowed);
+                c.fail(&p.path.field("type"), found, "seccompProfile", allowed);
             }
         } else if restricted && !windows && !matches!(ty, "RuntimeDefault" | "Localhost") {
             c.fail(
                 &p.path.field("type"),
-                quoted(ty),
+                found,
                 "seccompProfile",
                 "RuntimeDefault, Localhost",
             );
         }
     }
-    if let Some(p) = ctx.get_object("appArmorProfile")?
-        && let Some(ty) = p.get_str("type")?
-        && !matches!(ty, "RuntimeDefault" | "Localhost")
-    {
-        c.fail(
-            &p.path.field("type"),
-            quoted(ty),
-            "forbidden AppArmor profile",
-            "RuntimeDefault, Localhost",
-        );
+    // Likewise an AppArmor profile without `type` is not an allowed profile.
+    if let Some(p) = ctx.get_object("appArmorProfile")? {
+        let ty = p.get_str("type")?.unwrap_or("");
+        if !matches!(ty, "RuntimeDefault" | "Localhost") {
+            let found = if ty.is_empty() {
+                "nil".to_owned()
+            } else {
+                quoted(ty)
+            };
+            c.fail(
+                &p.path.field("type"),
+                found,
+                "forbidden AppArmor profile",
+                "RuntimeDefault, Localhost",
+            );
+        }
     }
     if let Some(w) = ctx.get_object("windowsOptions")?
         && w.get_bool("hostProcess")? == Some(true)
@@ -472,7 +485,8 @@ fn check_container(
             Some(ctx) => ctx.get_object("seccompProfile")?,
             None => None,
         };
-        // A set but wrong type is reported by the common check.
+        // A profile that is set, with a wrong or missing type, is reported by the common
+        // check; only a missing profile is reported here.
         if own.is_none() {
             c.fail(
                 &sc_path.field("seccompProfile"),
@@ -566,6 +580,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn present_but_empty_security_objects_are_judged_as_missing_values() {
+        // seccompProfile without type: baseline passes (not Unconfined), restricted fails.
+        let pod = json!({"spec": {"securityContext": {"runAsNonRoot": true, "seccompProfile": {}},
+            "containers": [{"name": "a", "securityContext": {"allowPrivilegeEscalation": false,
+                "capabilities": {"drop": ["ALL"]}, "seccompProfile": {}}}]}});
+        assert!(run(Level::Baseline, &pod).is_empty());
+        assert_eq!(
+            run(Level::Restricted, &pod),
+            [
+                "spec.securityContext.seccompProfile.type: nil violates restricted (seccompProfile); allowed: RuntimeDefault, Localhost",
+                "spec.containers[0].securityContext.seccompProfile.type: nil violates restricted (seccompProfile); allowed: RuntimeDefault, Localhost"
+            ]
+        );
+        // appArmorProfile without type is not an allowed profile, at every level.
+        let pod = with(
+            json!({"spec": {"containers": [{"name": "a", "securityContext": {"allowPrivilegeEscalation": false,
+                "capabilities": {"drop": ["ALL"]}, "appArmorProfile": {}}}]}}),
+        );
+        for level in [Level::Baseline, Level::Restricted] {
+            assert_eq!(
+                run(level, &pod),
+                [format!(
+                    "spec.containers[0].securityContext.appArmorProfile.type: nil violates {} (forbidden AppArmor profile); allowed: RuntimeDefault, Localhost",
+                    level.name()
+                )]
+            );
+        }
+        // capabilities without drop: restricted requires drop ALL.
+        let pod = with(
+            json!({"spec": {"containers": [{"name": "a", "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {}}}]}}),
+        );
+        assert_eq!(
+            run(Level::Restricted, &pod),
+            [
+                "spec.containers[0].securityContext.capabilities.drop: nil violates restricted (unrestricted capabilities); allowed: a list containing \"ALL\""
+            ]
+        );
+        // seLinuxOptions without fields is "unset": allowed.
+        let pod = with(json!({"spec": {"securityContext": {"seLinuxOptions": {}}}}));
+        assert!(run(Level::Restricted, &pod).is_empty());
+    }
+
+    #[test]
+    fn every_source_of_a_volume_is_judged() {
+        let pod = with(
+            json!({"spec": {"volumes": [{"name": "v", "emptyDir": {}, "hostPath": {"path": "/"}}]}}),
+        );
+        assert_eq!(
+            run(Level::Baseline, &pod),
+            [
+                "spec.volumes[0].hostPath: \"hostPath\" violates baseline (hostPath volumes); allowed: no hostPath volumes"
+            ]
+        );
+        assert_eq!(run(Level::Restricted, &pod).len(), 1);
     }
 
     #[test]

@@ -110,9 +110,10 @@ pub struct AdmissionRequest {
     /// The new object (`null` on DELETE).
     #[serde(default)]
     pub object: Value,
-    /// The old object (UPDATE, DELETE).
+    /// The old object (UPDATE, DELETE); read it through [`AdmissionRequest::old_object`],
+    /// which refuses a missing or non-object `oldObject` (400).
     #[serde(default)]
-    pub old_object: Value,
+    old_object: Value,
     /// Whether this is a dry run (judged as a real request).
     #[serde(default)]
     pub dry_run: bool,
@@ -129,21 +130,36 @@ impl AdmissionRequest {
         require_object(&self.old_object, "oldObject")
     }
 
-    /// The namespace of the object: `metadata.namespace`, else the request namespace (SPEC 2.1.5).
-    pub fn object_namespace(&self) -> String {
+    /// The namespace of the object: `metadata.namespace`, else the request namespace
+    /// (SPEC 2.1.5); `None` when both are empty.
+    pub fn object_namespace(&self) -> Option<&str> {
         self.object
             .get("metadata")
             .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-            .unwrap_or(&self.namespace)
-            .to_owned()
+            .or_else(|| Some(self.namespace.as_str()).filter(|s| !s.is_empty()))
+    }
+
+    /// The namespace of a namespaced object for a rule that depends on it (bindings by
+    /// namespace, tenant attribution): without one the rule cannot be judged, which is a 400
+    /// ([`missing_namespace`]), never "unbound".
+    pub fn namespace(&self) -> Result<&str, PolicyError> {
+        self.object_namespace().ok_or_else(missing_namespace)
     }
 
     /// Whether the request targets subresource `name`.
     pub fn is_subresource(&self, name: &str) -> bool {
         self.sub_resource.as_deref() == Some(name)
     }
+}
+
+/// The rejection for a namespaced object without namespace, where a rule depends on it.
+pub fn missing_namespace() -> PolicyError {
+    PolicyError::malformed(
+        &FieldPath::root("metadata").field("namespace"),
+        "missing, and request.namespace is empty: the object's namespace is needed to judge it",
+    )
 }
 
 fn require_object<'a>(value: &'a Value, field: &str) -> Result<At<'a>, PolicyError> {
@@ -207,7 +223,8 @@ mod tests {
             p.request.user_info.service_account(),
             Some(("kube-system", "job-controller"))
         );
-        assert_eq!(p.request.object_namespace(), "ns");
+        assert_eq!(p.request.object_namespace(), Some("ns"));
+        assert_eq!(p.request.namespace().unwrap(), "ns");
     }
 
     #[test]
@@ -229,6 +246,48 @@ mod tests {
         assert_eq!(
             p.request.object().unwrap_err().to_string(),
             "request.object: missing"
+        );
+    }
+
+    #[test]
+    fn namespace_from_metadata_then_request_else_400() {
+        let decode = |request: Value| ValidatePayload::decode(&payload(request)).unwrap().request;
+        let kind = json!({"group": "", "version": "v1", "kind": "Pod"});
+        let r = decode(
+            json!({"kind": kind, "operation": "CREATE", "namespace": "req",
+            "object": {"metadata": {"namespace": "meta"}}}),
+        );
+        assert_eq!(r.namespace().unwrap(), "meta");
+        let r = decode(
+            json!({"kind": kind, "operation": "CREATE", "namespace": "req",
+            "object": {"metadata": {"namespace": ""}}}),
+        );
+        assert_eq!(r.namespace().unwrap(), "req");
+        let r = decode(json!({"kind": kind, "operation": "CREATE", "namespace": "",
+            "object": {"metadata": {}}}));
+        assert_eq!(r.object_namespace(), None);
+        let err = r.namespace().unwrap_err();
+        assert_eq!(err.code(), 400);
+        assert!(
+            err.to_string().starts_with("metadata.namespace: missing"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn old_object_is_checked() {
+        let decode = |request: Value| ValidatePayload::decode(&payload(request)).unwrap().request;
+        let kind = json!({"group": "", "version": "v1", "kind": "Pod"});
+        let r = decode(json!({"kind": kind, "operation": "UPDATE", "object": {}}));
+        assert_eq!(
+            r.old_object().unwrap_err().to_string(),
+            "request.oldObject: missing"
+        );
+        let r =
+            decode(json!({"kind": kind, "operation": "UPDATE", "object": {}, "oldObject": [1]}));
+        assert_eq!(
+            r.old_object().unwrap_err().to_string(),
+            "request.oldObject: expected an object"
         );
     }
 

@@ -241,15 +241,23 @@ pub fn in_user_namespace(spec: &At<'_>) -> Result<bool, PolicyError> {
     Ok(spec.get_bool("hostUsers")? == Some(false))
 }
 
-/// The volume source type of a volume: the first field other than `name`; a volume without
-/// a source is an `emptyDir` (the API server's default).
-pub fn volume_type<'a>(volume: &At<'a>) -> Result<&'a str, PolicyError> {
+/// The volume source types of a volume: every non-null field other than `name`, in key
+/// order. A volume has one source, but an object can carry several (the API server refuses
+/// it only after admission), and each is judged: a policy reading only one would let
+/// `{emptyDir: {}, hostPath: {...}}` pass as `emptyDir`. A volume without a source is an
+/// `emptyDir` (the API server's default).
+pub fn volume_sources<'a>(volume: &At<'a>) -> Result<Vec<&'a str>, PolicyError> {
     let obj = volume.object()?;
-    Ok(obj
+    let sources: Vec<&str> = obj
         .iter()
-        .find(|(k, v)| k.as_str() != "name" && !v.is_null())
+        .filter(|(k, v)| k.as_str() != "name" && !v.is_null())
         .map(|(k, _)| k.as_str())
-        .unwrap_or("emptyDir"))
+        .collect();
+    Ok(if sources.is_empty() {
+        vec!["emptyDir"]
+    } else {
+        sources
+    })
 }
 
 /// Checks the JSON types of every security-relevant field of a pod spec (Pod and container
@@ -303,7 +311,7 @@ pub fn check_shape(pod: &PodView<'_>) -> Result<(), PolicyError> {
     }
     for v in spec.get_list("volumes")? {
         v.get_str("name")?;
-        volume_type(&v)?;
+        volume_sources(&v)?;
     }
     for c in pod.containers()? {
         c.node.get_str("name")?;
@@ -435,15 +443,18 @@ mod tests {
 
     #[test]
     fn volume_types_and_pod_flags() {
-        let v = json!({"name": "x"});
+        let sources = |v: Value| {
+            volume_sources(&At::new(&v, FieldPath::empty()))
+                .unwrap()
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(sources(json!({"name": "x"})), ["emptyDir"]);
+        assert_eq!(sources(json!({"name": "x", "cephfs": {}})), ["cephfs"]);
         assert_eq!(
-            volume_type(&At::new(&v, FieldPath::empty())).unwrap(),
-            "emptyDir"
-        );
-        let v = json!({"name": "x", "cephfs": {}});
-        assert_eq!(
-            volume_type(&At::new(&v, FieldPath::empty())).unwrap(),
-            "cephfs"
+            sources(json!({"name": "x", "emptyDir": {}, "hostPath": {"path": "/"}, "nfs": null})),
+            ["emptyDir", "hostPath"]
         );
         let s = json!({"os": {"name": "windows"}, "hostUsers": false});
         let at = At::new(&s, FieldPath::root("spec"));

@@ -2,20 +2,20 @@
 
 use std::path::Path;
 
+use policy_core::cluster::{GetRequest, not_found_text};
 use serde_json::{Value, json};
 
 use crate::callbacks::{Callbacks, KubernetesRequest};
 use crate::error::{Error, Result, read_text};
 use crate::selector::{FieldSelector, LabelSelector};
 
-/// A fixed set of objects answering reads like the API server would:
-/// `get_resource` by (apiVersion, kind, namespace, name) or a `NotFound`
-/// error; lists filtered by apiVersion/kind, namespace, label and field
-/// selectors, returned as `<Kind>List` sorted by namespace then name.
-///
-/// The not-found message mimics the API server:
-/// `<plural> "<name>" not found: NotFound (404)` where `<plural>` is the
-/// lowercased kind, naively pluralized (`namespaces`, `networkpolicies`).
+/// A fixed set of objects answering reads like the Kubewarden host would:
+/// `get_resource` by (apiVersion, kind, namespace, name), or for a missing
+/// object the host's error text `Cannot find <apiVersion>/<kind> named
+/// '<name>' inside of namespace '<namespace>'`
+/// ([`policy_core::cluster::not_found_text`]); lists filtered by
+/// apiVersion/kind, namespace, label and field selectors, returned as
+/// `<Kind>List` sorted by namespace then name.
 ///
 /// ```
 /// use serde_json::json;
@@ -36,20 +36,6 @@ pub struct ClusterObjects {
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_str()
-}
-
-/// Naive English plural of a lowercased kind, as used in API paths.
-fn plural(kind: &str) -> String {
-    let k = kind.to_lowercase();
-    if let Some(stem) = k.strip_suffix('y')
-        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
-    {
-        return format!("{stem}ies");
-    }
-    if k.ends_with('s') || k.ends_with('x') || k.ends_with("ch") || k.ends_with("sh") {
-        return format!("{k}es");
-    }
-    format!("{k}s")
 }
 
 impl ClusterObjects {
@@ -164,10 +150,13 @@ impl Callbacks for ClusterObjects {
                 })
                 .map(|o| serde_json::to_vec(o).map_err(|e| e.to_string()))
                 .unwrap_or_else(|| {
-                    Err(format!(
-                        "{} \"{name}\" not found: NotFound (404)",
-                        plural(kind)
-                    ))
+                    Err(not_found_text(&GetRequest {
+                        api_version: api_version.clone(),
+                        kind: kind.clone(),
+                        name: name.clone(),
+                        namespace: namespace.clone(),
+                        disable_cache: false,
+                    }))
                 }),
             KubernetesRequest::KubernetesListResourceNamespace {
                 api_version,
@@ -268,9 +257,15 @@ items:
         let pod = call(&mut c, "get_resource", json!({"api_version": "v1", "kind": "Pod", "name": "web", "namespace": "team-b", "disable_cache": false})).unwrap();
         assert_eq!(pod["metadata"]["namespace"], "team-b");
         let err = call(&mut c, "get_resource", json!({"api_version": "v1", "kind": "Namespace", "name": "nope", "namespace": null, "disable_cache": false})).unwrap_err();
-        assert_eq!(err, "namespaces \"nope\" not found: NotFound (404)");
+        assert_eq!(
+            err,
+            "Cannot find v1/Namespace named 'nope' inside of namespace 'None'"
+        );
         let err = call(&mut c, "get_resource", json!({"api_version": "networking.k8s.io/v1", "kind": "NetworkPolicy", "name": "x", "namespace": "team-a", "disable_cache": false})).unwrap_err();
-        assert!(err.starts_with("networkpolicies \"x\""));
+        assert_eq!(
+            err,
+            "Cannot find networking.k8s.io/v1/NetworkPolicy named 'x' inside of namespace 'Some(\"team-a\")'"
+        );
         // a namespaced object is not found without its namespace
         assert!(call(&mut c, "get_resource", json!({"api_version": "v1", "kind": "Pod", "name": "web", "namespace": null, "disable_cache": false})).is_err());
     }
@@ -300,13 +295,5 @@ items:
         assert_eq!(none["items"], json!([]));
 
         assert!(call(&mut c, "list_resources_all", json!({"api_version": "v1", "kind": "Pod", "label_selector": "app in web", "field_selector": null})).is_err());
-    }
-
-    #[test]
-    fn plurals() {
-        assert_eq!(plural("Namespace"), "namespaces");
-        assert_eq!(plural("NetworkPolicy"), "networkpolicies");
-        assert_eq!(plural("Ingress"), "ingresses");
-        assert_eq!(plural("Gateway"), "gateways");
     }
 }

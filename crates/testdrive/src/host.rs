@@ -378,10 +378,18 @@ fn dispatch(
                     "testdrive: no cluster state is available outside of `validate`".to_owned(),
                 );
             };
+            // policy-evaluator hands a failed read to the guest as `Callback evaluation
+            // failure: {error:?}`, the anyhow debug form with a stack backtrace after the
+            // first line; the guest must read only that first line.
             let answer = callbacks
                 .lock()
                 .map_err(|_| "testdrive: callbacks lock poisoned".to_owned())?
-                .kubernetes(&request);
+                .kubernetes(&request)
+                .map_err(|message| {
+                    format!(
+                        "Callback evaluation failure: {message}\n\nStack backtrace:\n   0: <host frames, as kwctl prints them>"
+                    )
+                });
             if verbose {
                 match &answer {
                     Ok(bytes) => {

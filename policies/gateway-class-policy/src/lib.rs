@@ -61,7 +61,7 @@ impl Policy for GatewayClassPolicy {
             .ok_or_else(|| PolicyError::malformed(&FieldPath::root("spec"), "missing"))?;
         let path = spec.path.field("gatewayClassName");
         let name = spec.get_str("gatewayClassName")?.filter(|n| !n.is_empty());
-        if !create && name == class_name(&request.old_object) {
+        if !create && name == class_name(request.old_object()?.value) {
             // UPDATE: judged only when the class changed (listeners are not judged).
             return Ok(Verdict::accept());
         }

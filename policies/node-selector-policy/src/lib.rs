@@ -188,8 +188,8 @@ fn defaults(
     let Some(annotation) = &settings.default_node_selector_annotation else {
         return Ok(Some(from_settings()));
     };
-    let namespace = request.object_namespace();
-    let found = match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", &namespace)) {
+    let namespace = request.namespace()?;
+    let found = match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
         Ok(found) => found,
         Err(e) => {
             skip_on_lookup_error(e, &FieldPath::empty(), settings.on_lookup_error, verdict)?;

@@ -133,8 +133,10 @@ fn ephemeral_claims<'a>(spec: &At<'a>) -> Result<Vec<At<'a>>, PolicyError> {
     Ok(out)
 }
 
-fn changed(request: &AdmissionRequest, pointer: &str) -> bool {
-    request.object.pointer(pointer) != request.old_object.pointer(pointer)
+/// Whether the field at `pointer` differs between `oldObject` (which must be an object,
+/// 400 otherwise) and `object`.
+fn changed(request: &AdmissionRequest, pointer: &str) -> Result<bool, PolicyError> {
+    Ok(request.object.pointer(pointer) != request.old_object()?.value.pointer(pointer))
 }
 
 impl Policy for PersistentVolumeClaimPolicy {
@@ -170,7 +172,7 @@ impl Policy for PersistentVolumeClaimPolicy {
         let object = request.object()?;
         let update = request.operation == Operation::Update;
         // StatefulSet volumeClaimTemplates.
-        let templates_judged = !update || changed(request, "/spec/volumeClaimTemplates");
+        let templates_judged = !update || changed(request, "/spec/volumeClaimTemplates")?;
         if kind == PodKind::StatefulSet
             && templates_judged
             && let Some(spec) = object.get_object("spec")?
@@ -379,8 +381,8 @@ fn judge_binding(
         return Ok(());
     }
     // Rule 8: the claim's tenant.
-    let namespace = request.object_namespace();
-    let tenant = match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", &namespace)) {
+    let namespace = request.namespace()?;
+    let tenant = match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
         Err(e) => return skip_on_lookup_error(e, &FieldPath::empty(), on_error, verdict),
         Ok(ns) => ns
             .and_then(|n| n.get("metadata"))

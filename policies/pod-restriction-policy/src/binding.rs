@@ -4,6 +4,7 @@
 
 use policy_core::cluster::{GetRequest, Lookups};
 use policy_core::principal::Glob;
+use policy_core::request::missing_namespace;
 use policy_core::selector::{LabelSelector, LabelSelectorSettings};
 use policy_core::{PolicyError, SettingsError};
 use serde::Deserialize;
@@ -111,22 +112,25 @@ impl Binding {
         self.selector.is_some()
     }
 
-    /// Whether the restriction is bound in `namespace` (`""` for cluster-scoped objects:
-    /// bound only when the binding names no namespaces). The Namespace is read only when a
-    /// selector is set and no glob matched; a Namespace that does not exist has no labels.
-    pub fn binds(&self, namespace: &str, lookups: &mut Lookups<'_>) -> Result<bool, PolicyError> {
+    /// Whether the restriction is bound in `namespace`. An object without namespace cannot
+    /// be judged by a binding that names namespaces or selects them: 400
+    /// ([`missing_namespace`]), never "unbound". The Namespace is read only when a selector
+    /// is set and no glob matched; a Namespace that does not exist has no labels.
+    pub fn binds(
+        &self,
+        namespace: Option<&str>,
+        lookups: &mut Lookups<'_>,
+    ) -> Result<bool, PolicyError> {
         if self.namespaces.is_empty() && self.selector.is_none() {
             return Ok(true);
         }
+        let namespace = namespace.ok_or_else(missing_namespace)?;
         if self.namespaces.iter().any(|g| g.matches(namespace)) {
             return Ok(true);
         }
         let Some(selector) = &self.selector else {
             return Ok(false);
         };
-        if namespace.is_empty() {
-            return Ok(false);
-        }
         let found = lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace))?;
         Ok(match found {
             Some(ns) => selector.matches_object(ns),
@@ -174,15 +178,15 @@ mod tests {
         ]);
         let mut lookups = Lookups::new(&mut cluster);
         let b = binding(json!({"namespaces": ["kube-*"], "namespaceSelector": {"matchLabels": {"env": "prod"}}})).unwrap();
-        assert!(b.binds("kube-system", &mut lookups).unwrap());
-        assert!(b.binds("prod-a", &mut lookups).unwrap());
-        assert!(!b.binds("dev-a", &mut lookups).unwrap());
-        assert!(!b.binds("missing", &mut lookups).unwrap());
-        assert!(!b.binds("", &mut lookups).unwrap());
-        assert!(Binding::default().binds("", &mut lookups).unwrap());
+        assert!(b.binds(Some("kube-system"), &mut lookups).unwrap());
+        assert!(b.binds(Some("prod-a"), &mut lookups).unwrap());
+        assert!(!b.binds(Some("dev-a"), &mut lookups).unwrap());
+        assert!(!b.binds(Some("missing"), &mut lookups).unwrap());
+        assert_eq!(b.binds(None, &mut lookups).unwrap_err().code(), 400);
+        assert!(Binding::default().binds(None, &mut lookups).unwrap());
         let not_in = binding(json!({"namespaceSelector": {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]}})).unwrap();
         assert!(
-            not_in.binds("missing", &mut lookups).unwrap(),
+            not_in.binds(Some("missing"), &mut lookups).unwrap(),
             "a missing namespace has no labels"
         );
     }
@@ -192,7 +196,7 @@ mod tests {
         let mut cluster = Objects::default().failing("Namespace");
         let mut lookups = Lookups::new(&mut cluster);
         let b = binding(json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}})).unwrap();
-        let err = b.binds("a", &mut lookups).unwrap_err();
+        let err = b.binds(Some("a"), &mut lookups).unwrap_err();
         assert_eq!(err.code(), 500);
     }
 }

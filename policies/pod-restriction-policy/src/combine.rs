@@ -17,11 +17,12 @@ use crate::fields::Template;
 use crate::settings::{NamedRestriction, Settings};
 
 /// Judges the templates of one object (a Pod's own, a workload's, or every template of a
-/// custom resource) in `namespace`.
+/// custom resource) in `namespace` (`None` when the object has none: a restriction bound by
+/// namespace then cannot be judged, 400).
 pub fn judge(
     settings: &Settings,
     templates: &[Template<'_>],
-    namespace: &str,
+    namespace: Option<&str>,
     lookups: &mut Lookups<'_>,
 ) -> Result<Verdict, PolicyError> {
     let mut verdict = Verdict::accept();
@@ -72,7 +73,7 @@ fn restrictions(settings: &Settings, mode: BindingMode) -> impl Iterator<Item = 
 fn bound(
     settings: &Settings,
     r: &NamedRestriction,
-    namespace: &str,
+    namespace: Option<&str>,
     lookups: &mut Lookups<'_>,
     verdict: &mut Verdict,
 ) -> Result<bool, PolicyError> {
@@ -123,7 +124,7 @@ mod tests {
             ..t
         };
         let mut lookups = Lookups::new(cluster);
-        judge(&settings, &[t], namespace, &mut lookups)
+        judge(&settings, &[t], Some(namespace), &mut lookups)
     }
 
     fn settings() -> Value {

@@ -15,7 +15,7 @@ use policy_core::restriction::{
     RawStringMap, Restriction, StringListRestriction, StringMapRestriction, StringMatch,
     StringRestriction,
 };
-use policy_core::security_context::{effective, volume_type};
+use policy_core::security_context::{effective, volume_sources};
 use policy_core::{FieldPath, PolicyError, SettingsError, Violation};
 use serde::Deserialize;
 use serde_json::Value;
@@ -523,6 +523,31 @@ impl PodSpecRestriction {
                 })?;
             }
         }
+        self.check_image_volumes(spec, out)
+    }
+
+    /// Image volumes (`volumes[].image.reference`) are images of the Pod (README rule on
+    /// images): each is judged by the image restrictions of the `containers` list, as if it
+    /// were the image of a container, so that a registry whitelist cannot be sidestepped by
+    /// mounting an image instead of running it.
+    fn check_image_volumes(
+        &self,
+        spec: &At<'_>,
+        out: &mut Vec<Violation>,
+    ) -> Result<(), PolicyError> {
+        if self.containers.is_unrestricted() {
+            return Ok(());
+        }
+        for volume in spec.get_list("volumes")? {
+            let Some(image) = volume.get_object("image")? else {
+                continue;
+            };
+            let reference = image.get_str("reference")?;
+            let path = image.path.field("reference");
+            self.containers.check_with(out, |alternative, scratch| {
+                alternative.check_image(reference, &path, scratch)
+            })?;
+        }
         Ok(())
     }
 
@@ -716,21 +741,7 @@ impl ContainerRestriction {
     ) -> Result<(), PolicyError> {
         check_field(self.name.as_ref(), Some(c), &c.path, "name", out)?;
         let image = c.get_str("image")?;
-        let image_path = c.path.field("image");
-        if !self.image.is_unrestricted() {
-            match image.map(ImageRef::parse).transpose() {
-                Err(e) => out.push(Violation {
-                    path: image_path.clone(),
-                    problem: e.to_string(),
-                }),
-                Ok(parsed) => {
-                    self.image.check_with(out, |alternative, scratch| {
-                        alternative.check(parsed.as_ref(), &image_path, scratch);
-                        Ok(())
-                    })?;
-                }
-            }
-        }
+        self.check_image(image, &c.path.field("image"), out)?;
         if let Some(r) = &self.image_pull_policy {
             let path = c.path.field("imagePullPolicy");
             match c.get_str("imagePullPolicy")? {
@@ -748,6 +759,34 @@ impl ContainerRestriction {
         }
         if let Some(r) = &self.security_context {
             r.check(c, pod_context, out)?;
+        }
+        Ok(())
+    }
+}
+
+impl ContainerRestriction {
+    /// Judges an image reference found at `path` (a container's `image`, or an image
+    /// volume's `reference`) against the image restrictions; `None` = no image.
+    fn check_image(
+        &self,
+        image: Option<&str>,
+        path: &FieldPath,
+        out: &mut Vec<Violation>,
+    ) -> Result<(), PolicyError> {
+        if self.image.is_unrestricted() {
+            return Ok(());
+        }
+        match image.map(ImageRef::parse).transpose() {
+            Err(e) => out.push(Violation {
+                path: path.clone(),
+                problem: e.to_string(),
+            }),
+            Ok(parsed) => {
+                self.image.check_with(out, |alternative, scratch| {
+                    alternative.check(parsed.as_ref(), path, scratch);
+                    Ok(())
+                })?;
+            }
         }
         Ok(())
     }
@@ -1056,10 +1095,11 @@ impl VolumeRestriction {
         out: &mut Vec<Violation>,
     ) -> Result<(), PolicyError> {
         if let Some(r) = &self.volume_type {
-            let ty = volume_type(volume)?;
-            labelled("volume type", out, |scratch| {
-                r.check_str(Some(ty), &volume.path, scratch)
-            });
+            for ty in volume_sources(volume)? {
+                labelled("volume type", out, |scratch| {
+                    r.check_str(Some(ty), &volume.path, scratch)
+                });
+            }
         }
         if self.host_path.is_some() || self.host_path_type.is_some() {
             let host = volume.get_object("hostPath")?;

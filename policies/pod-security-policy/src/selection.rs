@@ -110,7 +110,8 @@ pub fn select(
     };
     // Malformed fields are a 400 whichever profile would (not) have read them.
     policy_core::security_context::check_shape(&view)?;
-    let namespace = request.object_namespace();
+    // Profiles are chosen by namespace and by the Pod's service account `<ns>:<name>`.
+    let namespace = request.namespace()?;
     let service_account = match view.spec.get_str("serviceAccountName")? {
         Some(s) if !s.is_empty() => s,
         _ => match view.spec.get_str("serviceAccount")? {
@@ -125,7 +126,7 @@ pub fn select(
         .iter()
         .filter(|p| {
             p.subjects
-                .matches(user, trusted, &namespace, service_account)
+                .matches(user, trusted, namespace, service_account)
         })
         .collect();
     if usable.is_empty() {
@@ -143,7 +144,7 @@ pub fn select(
         .iter()
         .any(|p| matches!(&p.body, Body::Spec(s) if s.reads_namespace()));
     let ns_ids = if needs_namespace {
-        read_namespace(&namespace, settings, lookups, &mut verdict)?
+        read_namespace(namespace, settings, lookups, &mut verdict)?
     } else {
         NamespaceIds::NotRead
     };

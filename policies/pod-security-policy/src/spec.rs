@@ -627,12 +627,8 @@ impl PspSpec {
             .into_iter()
             .enumerate()
             .map(|(i, h)| {
-                if !h.path_prefix.starts_with('/') {
-                    return Err(err(
-                        format!("allowedHostPaths[{i}].pathPrefix"),
-                        format!("{:?} is not an absolute path", h.path_prefix),
-                    ));
-                }
+                policy_core::restriction::check_path_prefix(&h.path_prefix)
+                    .map_err(|problem| err(format!("allowedHostPaths[{i}].pathPrefix"), problem))?;
                 Ok(HostPath {
                     path_prefix: h.path_prefix,
                     read_only: h.read_only,
@@ -873,6 +869,8 @@ mod tests {
     #[case(json!({"allowedUnsafeSysctls": ["net.core.*"], "forbiddenSysctls": ["net.core.somaxconn"]}), "allowedUnsafeSysctls[0]: \"net.core.*\" overlaps forbiddenSysctls entry")]
     #[case(json!({"allowedProcMountTypes": ["Masked"]}), "allowedProcMountTypes[0]: \"Masked\" is not one of Default, Unmasked")]
     #[case(json!({"allowedHostPaths": [{"pathPrefix": "data"}]}), "allowedHostPaths[0].pathPrefix: \"data\" is not an absolute path")]
+    #[case(json!({"allowedHostPaths": [{"pathPrefix": "/data"}, {"pathPrefix": "/data/.."}]}), "allowedHostPaths[1].pathPrefix: \"/data/..\" must not contain \".\" or \"..\" components")]
+    #[case(json!({"allowedHostPaths": [{"pathPrefix": "/./etc"}]}), "allowedHostPaths[0].pathPrefix: \"/./etc\" must not contain")]
     #[case(json!({"allowedSeccompProfiles": ["runtime/default"], "defaultSeccompProfile": "unconfined"}), "defaultSeccompProfile: \"unconfined\" is not in allowedSeccompProfiles")]
     #[case(json!({"allowedSeccompProfiles": ["RuntimeDefault"]}), "allowedSeccompProfiles[0]: \"RuntimeDefault\" is not a seccomp profile")]
     #[case(json!({"allowedAppArmorProfiles": ["*"]}), "allowedAppArmorProfiles[0]: \"*\" is not an AppArmor profile")]

@@ -37,6 +37,29 @@ pub fn clean_path(path: &str) -> String {
     }
 }
 
+/// Checks a host-path prefix from the settings: it must be absolute and have no `.` or `..`
+/// component. PodSecurityPolicy refused back-steps in `allowedHostPaths`; cleaning them
+/// instead would silently widen the prefix (`/data/..` is `/`, every path).
+///
+/// ```
+/// use policy_core::restriction::check_path_prefix;
+/// assert!(check_path_prefix("/data/project/").is_ok());
+/// assert_eq!(check_path_prefix("data").unwrap_err(), "\"data\" is not an absolute path");
+/// assert!(check_path_prefix("/data/..").is_err());
+/// assert!(check_path_prefix("/data/./x").is_err());
+/// ```
+pub fn check_path_prefix(prefix: &str) -> Result<(), String> {
+    if !prefix.starts_with('/') {
+        return Err(format!("{prefix:?} is not an absolute path"));
+    }
+    if prefix.split('/').any(|c| c == "." || c == "..") {
+        return Err(format!(
+            "{prefix:?} must not contain \".\" or \"..\" components"
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `path` is `prefix` or below it, comparing whole components after
 /// [`clean_path`]: `/data` matches `/data`, `/data/` and `/data/x`, not `/datax`;
 /// `/data/../etc` is `/etc`. `/` matches every absolute path; an absolute prefix never

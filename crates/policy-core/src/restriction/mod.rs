@@ -62,7 +62,7 @@ pub use collection::{
     CollectionRestriction, Emptiness, RawCollection, RawStringList, RawStringMap,
     StringListRestriction, StringMapRestriction,
 };
-pub use hostpath::{clean_path, path_prefix_matches};
+pub use hostpath::{check_path_prefix, clean_path, path_prefix_matches};
 pub use scalar::{
     BoolRestriction, NumericRestriction, Range, RawBool, RawNumeric, RawRange, RawString,
     StringMatch, StringRestriction,

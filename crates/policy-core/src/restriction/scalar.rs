@@ -5,7 +5,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::hostpath::{clean_path, path_prefix_matches};
+use super::hostpath::{check_path_prefix, clean_path, path_prefix_matches};
 use super::{NilRule, RawPointer, Restriction, empty_allow_list, list, quote, violation};
 use crate::error::{PolicyError, SettingsError};
 use crate::matcher::{FullMatch, OneOrMany, regexes};
@@ -129,11 +129,10 @@ impl StringRestriction {
                 .map(|(i, e)| match mode {
                     StringMatch::Exact => Ok(e),
                     StringMatch::CaseInsensitive => Ok(e.to_ascii_lowercase()),
-                    StringMatch::PathPrefix if e.starts_with('/') => Ok(e),
-                    StringMatch::PathPrefix => Err(SettingsError::new(
-                        format!("{field}[{i}]"),
-                        format!("{} is not an absolute path", quote(&e)),
-                    )),
+                    StringMatch::PathPrefix => match check_path_prefix(&e) {
+                        Ok(()) => Ok(e),
+                        Err(problem) => Err(SettingsError::new(format!("{field}[{i}]"), problem)),
+                    },
                 })
                 .collect()
         };

@@ -8,7 +8,7 @@ use policy_core::pod::{Container, PodView};
 use policy_core::restriction::path_prefix_matches;
 use policy_core::security_context::{
     ProfileRef, container_apparmor, container_context, container_seccomp, pod_apparmor,
-    pod_context, pod_seccomp, volume_type,
+    pod_context, pod_seccomp, volume_sources,
 };
 use policy_core::{PolicyError, Violation};
 
@@ -377,14 +377,29 @@ fn is_service_account_token_projection(projected: &At<'_>) -> Result<bool, Polic
     Ok(true)
 }
 
+/// Judges every source of a volume (see [`volume_sources`]).
 fn check_volume(
     r: &Resolved<'_>,
     vol: &At<'_>,
     containers: &[Container<'_>],
     out: &mut Out,
 ) -> Result<(), PolicyError> {
+    for field in volume_sources(vol)? {
+        check_volume_source(r, vol, field, containers, out)?;
+    }
+    Ok(())
+}
+
+/// Judges one source (`field`) of a volume: its type against `volumes`, and the host path,
+/// flexVolume driver or CSI driver it names.
+fn check_volume_source(
+    r: &Resolved<'_>,
+    vol: &At<'_>,
+    field: &str,
+    containers: &[Container<'_>],
+    out: &mut Out,
+) -> Result<(), PolicyError> {
     let spec = r.spec;
-    let field = volume_type(vol)?;
     let ty = volume_type_name(field);
     let any = spec.volumes.iter().any(|v| v == "*");
     let listed = any || spec.volumes.iter().any(|v| v == ty);
