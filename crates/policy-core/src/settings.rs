@@ -81,7 +81,7 @@ impl Raw<'_> {
 /// Decodes raw settings into `T`, refusing unknown fields and wrong types with the settings
 /// path (`protectedTaints[1].effect: unknown variant ...`). `null` is read as `{}`.
 ///
-/// Settings are decoded once without tracking the path; only a failure is decoded a second
+/// JSON text is decoded once without tracking the path; only a failure is decoded a second
 /// time to name the offending path.
 ///
 /// ```
@@ -98,26 +98,24 @@ pub fn decode<'a, T: DeserializeOwned>(raw: impl Into<Raw<'a>>) -> Result<T, Set
     if raw.is_null() {
         return decode(Raw::Json("{}"));
     }
-    let fast = match raw {
-        Raw::Json(text) => serde_json::from_str(text),
-        Raw::Value(value) => T::deserialize(value),
-    };
-    fast.or_else(|_| {
-        let named = |e: serde_path_to_error::Error<serde_json::Error>| {
-            let path = e.path().to_string();
-            let path = if path == "." { String::new() } else { path };
-            SettingsError::new(path, without_position(&e.into_inner()))
-        };
-        match raw {
-            Raw::Json(text) => {
-                let mut de = serde_json::Deserializer::from_str(text);
-                let value: T = serde_path_to_error::deserialize(&mut de).map_err(named)?;
-                de.end()
-                    .map_err(|e| SettingsError::new("", format!("settings are not JSON: {e}")))?;
-                Ok(value)
-            }
-            Raw::Value(value) => serde_path_to_error::deserialize(value).map_err(named),
-        }
+    match raw {
+        Raw::Json(text) => serde_json::from_str(text).or_else(|_| {
+            // Name the path of the failure: decode again, tracking it, from a parsed value
+            // (so that messages are those of a value, without line and column).
+            let value: Value = serde_json::from_str(text)
+                .map_err(|e| SettingsError::new("", format!("settings are not JSON: {e}")))?;
+            decode_tracked(&value)
+        }),
+        Raw::Value(value) => decode_tracked(value),
+    }
+}
+
+/// Decodes `value`, naming the settings path of a failure.
+fn decode_tracked<T: DeserializeOwned>(value: &Value) -> Result<T, SettingsError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        SettingsError::new(path, e.into_inner().to_string())
     })
 }
 
@@ -147,20 +145,6 @@ pub fn no_duplicates<T: Eq + Hash>(
         }
     }
     Ok(())
-}
-
-/// The text of a decoding error without the ` at line L column C` serde_json adds when
-/// decoding text (a path names the place instead, as when decoding a [`Value`]).
-fn without_position(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    if e.line() == 0 {
-        return text;
-    }
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    match text.strip_suffix(&suffix) {
-        Some(bare) => bare.to_owned(),
-        None => text,
-    }
 }
 
 /// [`no_duplicates`] for a [`NameList`]: refuses the second occurrence of an entry
