@@ -67,13 +67,15 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> SettingsValidationRespons
 
 /// The answer to `validate` for a raw payload, with lookups answered by `cluster`.
 pub fn evaluate<P: Policy>(payload: &[u8], cluster: &mut dyn Cluster) -> ValidationResponse {
-    let outcome = ValidatePayload::decode(payload).and_then(|p| {
+    let outcome = ValidatePayload::decode(payload).and_then(|mut p| {
         let settings = crate::settings::reread(|| P::settings(p.settings())).map_err(|e| {
             PolicyError::Settings(SettingsError::new("", format!("invalid settings: {e}")))
         })?;
         let mut lookups = Lookups::new(cluster);
         let verdict = P::validate(&p.request, &settings, &mut lookups)?;
-        Ok(verdict.into_response(P::mode(&settings)))
+        // Edits are applied to the request's own object, which is no longer needed.
+        let object = std::mem::take(&mut p.request.object);
+        verdict.into_response_for(P::mode(&settings), object)
     });
     match outcome {
         Ok(response) => response,

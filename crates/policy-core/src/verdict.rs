@@ -40,12 +40,23 @@ pub enum Mode {
     Warn,
 }
 
+/// One change of the request's object recorded by [`Verdict::edit_set`] or
+/// [`Verdict::edit_push`].
+#[derive(Clone, Debug, PartialEq)]
+enum Edit {
+    /// [`crate::mutation::set`]
+    Set(Vec<&'static str>, String, Value),
+    /// [`crate::mutation::push`]
+    Push(Vec<&'static str>, String, Value),
+}
+
 /// The outcome of one evaluation, built up while the rules run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Verdict {
     violations: Vec<Violation>,
     warnings: Vec<String>,
     mutated: Option<Value>,
+    edits: Vec<Edit>,
     audit_annotations: BTreeMap<String, String>,
 }
 
@@ -76,6 +87,27 @@ impl Verdict {
     /// Sets the object to return as mutated (the host diffs it into a JSON Patch).
     pub fn mutate(&mut self, object: Value) {
         self.mutated = Some(object);
+    }
+
+    /// Records that `key` of the map at `path` in the request's object is set to `value`
+    /// ([`crate::mutation::set`]). Edits are applied to the request's own object when the
+    /// verdict becomes the response ([`Verdict::into_response_for`]): a mutating policy does
+    /// not copy the object it read.
+    pub fn edit_set(&mut self, path: &[&'static str], key: &str, value: Value) {
+        self.edits
+            .push(Edit::Set(path.to_vec(), key.to_owned(), value));
+    }
+
+    /// Records that `value` is appended to the list `key` of the map at `path` in the
+    /// request's object ([`crate::mutation::push`]); see [`Verdict::edit_set`].
+    pub fn edit_push(&mut self, path: &[&'static str], key: &str, value: Value) {
+        self.edits
+            .push(Edit::Push(path.to_vec(), key.to_owned(), value));
+    }
+
+    /// Whether edits of the request's object were recorded.
+    pub fn has_edits(&self) -> bool {
+        !self.edits.is_empty()
     }
 
     /// Adds an audit annotation.
@@ -115,8 +147,35 @@ impl Verdict {
         out
     }
 
+    /// [`Verdict::into_response`] for a request whose object is `object`: recorded edits
+    /// ([`Verdict::edit_set`]) are applied to it when the response accepts with a mutation.
+    /// An edit whose path is not a map is a malformed object (400).
+    pub fn into_response_for(
+        mut self,
+        mode: Mode,
+        object: Value,
+    ) -> Result<ValidationResponse, PolicyError> {
+        let edits = std::mem::take(&mut self.edits);
+        if !edits.is_empty() && mode == Mode::Enforce && self.violations.is_empty() {
+            let mut object = self.mutated.take().unwrap_or(object);
+            for edit in edits {
+                match edit {
+                    Edit::Set(path, key, value) => {
+                        crate::mutation::set(&mut object, &path, &key, value)?
+                    }
+                    Edit::Push(path, key, value) => {
+                        crate::mutation::push(&mut object, &path, &key, value)?
+                    }
+                }
+            }
+            self.mutated = Some(object);
+        }
+        Ok(self.into_response(mode))
+    }
+
     /// The response sent to the host under `mode`: in `Enforce` violations reject (403) and
-    /// no mutation is applied; in `Warn` they become warnings and nothing is mutated.
+    /// no mutation is applied; in `Warn` they become warnings and nothing is mutated. Edits
+    /// ([`Verdict::edit_set`]) need the request's object: see [`Verdict::into_response_for`].
     pub fn into_response(self, mode: Mode) -> ValidationResponse {
         let audit = if self.audit_annotations.is_empty() {
             None
@@ -191,6 +250,40 @@ mod tests {
             r.mutated_object.is_none(),
             "a rejection applies no mutation"
         );
+    }
+
+    #[test]
+    fn edits_apply_to_the_request_object_only_when_accepting() {
+        let object = json!({"spec": {"containers": [], "tolerations": [{"key": "a"}]}});
+        let mut v = Verdict::accept();
+        v.edit_set(&["spec"], "runtimeClassName", json!("gvisor"));
+        v.edit_set(&["spec", "nodeSelector"], "pool", json!("x"));
+        v.edit_push(&["spec"], "tolerations", json!({"key": "b"}));
+        assert!(v.has_edits());
+        let r = v
+            .clone()
+            .into_response_for(Mode::Enforce, object.clone())
+            .unwrap();
+        assert_eq!(
+            r.mutated_object,
+            Some(
+                json!({"spec": {"containers": [], "runtimeClassName": "gvisor",
+                "nodeSelector": {"pool": "x"}, "tolerations": [{"key": "a"}, {"key": "b"}]}})
+            )
+        );
+        let r = v
+            .clone()
+            .into_response_for(Mode::Warn, object.clone())
+            .unwrap();
+        assert!(r.accepted && r.mutated_object.is_none());
+        let mut rejected = v.clone();
+        rejected.violation(&FieldPath::root("a"), "bad");
+        let r = rejected.into_response_for(Mode::Enforce, object).unwrap();
+        assert!(!r.accepted && r.mutated_object.is_none());
+        let err = v
+            .into_response_for(Mode::Enforce, json!({"spec": 1}))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "spec: expected an object");
     }
 
     #[test]

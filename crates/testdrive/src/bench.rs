@@ -621,6 +621,9 @@ pub fn bench_scenario(
         .request
         .as_ref()
         .ok_or_else(|| Error::Invalid(format!("bench `{}`: no request", bench.name)))?;
+    // The request in the key order the host sends it in (what policy-server diffs a
+    // mutation against), serialised once.
+    let request = &crate::request::canonical(request);
     let payload = serialize_validate_payload(request, &s.settings)?;
     let callbacks = s.cluster.callbacks();
     let reset = || {

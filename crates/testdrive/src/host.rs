@@ -17,7 +17,7 @@ use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeE
 use crate::callbacks::{KubernetesRequest, SharedCallbacks};
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::request::{canonical, validate_payload};
+use crate::request::{canonical_cow, validate_payload};
 
 /// Length of one epoch tick of the execution deadline.
 const TICK: Duration = Duration::from_millis(100);
@@ -565,8 +565,8 @@ fn finish(
                 500,
             );
         } else {
-            let original = canonical(request.get("object").unwrap_or(&Value::Null));
-            let ops = json_patch::diff(&original, &canonical(mutated));
+            let original = canonical_cow(request.get("object").unwrap_or(&Value::Null));
+            let ops = json_patch::diff(&original, &canonical_cow(mutated));
             if !ops.0.is_empty() {
                 let bytes = serde_json::to_vec(&ops)
                     .map_err(|e| Error::Invalid(format!("cannot serialize patch: {e}")))?;

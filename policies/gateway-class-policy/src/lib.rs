@@ -3,7 +3,6 @@
 
 use policy_core::class::{ClassKind, ClassPolicySettings, record};
 use policy_core::cluster::Lookups;
-use policy_core::mutation::set;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
 use policy_core::settings::Raw;
@@ -77,9 +76,7 @@ impl Policy for GatewayClassPolicy {
                 )?;
             }
             (None, Some(default)) if create => {
-                let mut mutated = request.object.clone();
-                set(&mut mutated, &["spec"], "gatewayClassName", json!(default))?;
-                verdict.mutate(mutated);
+                verdict.edit_set(&["spec"], "gatewayClassName", json!(default));
             }
             (None, _) => verdict.violation(
                 &path,

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use policy_core::class::skip_on_lookup_error;
 use policy_core::cluster::{GetRequest, Lookups};
-use policy_core::mutation::set;
 use policy_core::pod::PodView;
 use policy_core::policy::Policy;
 use policy_core::request::{AdmissionRequest, Operation};
@@ -161,11 +160,9 @@ fn pod_create(
         }
     }
     if verdict.is_clean() && !added.is_empty() {
-        let mut object = request.object.clone();
         for (key, value) in added {
-            set(&mut object, &["spec", "nodeSelector"], &key, json!(value))?;
+            verdict.edit_set(&["spec", "nodeSelector"], &key, json!(value));
         }
-        verdict.mutate(object);
     }
     Ok(())
 }

@@ -6,7 +6,6 @@ pub mod settings;
 
 use policy_core::class::{ClassFetch, ClassKind, ClassOutcome, record, skip_on_lookup_error};
 use policy_core::cluster::Lookups;
-use policy_core::mutation::set;
 use policy_core::policy::Policy;
 use policy_core::request::AdmissionRequest;
 use policy_core::settings::Raw;
@@ -106,21 +105,9 @@ impl Policy for PriorityClassPolicy {
                         .get("preemptionPolicy")
                         .and_then(Value::as_str)
                         .unwrap_or("PreemptLowerPriority");
-                    let mut object = request.object.clone();
-                    set(&mut object, &["spec"], "priorityClassName", json!(default))?;
-                    set(
-                        &mut object,
-                        &["spec"],
-                        "priority",
-                        json!(class_value(&class)),
-                    )?;
-                    set(
-                        &mut object,
-                        &["spec"],
-                        "preemptionPolicy",
-                        json!(preemption),
-                    )?;
-                    verdict.mutate(object);
+                    verdict.edit_set(&["spec"], "priorityClassName", json!(default));
+                    verdict.edit_set(&["spec"], "priority", json!(class_value(&class)));
+                    verdict.edit_set(&["spec"], "preemptionPolicy", json!(preemption));
                 }
                 Ok(None) => verdict.violation(
                     &path,

@@ -5,7 +5,7 @@
 use policy_core::class::{ClassKind, ClassPolicySettings, record, skip_on_lookup_error};
 use policy_core::cluster::Lookups;
 use policy_core::json::{At, canonical_text};
-use policy_core::mutation::{push, set};
+use policy_core::names::LINEAR_LOOKUPS;
 use policy_core::policy::Policy;
 use policy_core::quantity::Quantity;
 use policy_core::request::AdmissionRequest;
@@ -74,12 +74,9 @@ impl Policy for RuntimeClassPolicy {
                 format!("default RuntimeClass {default:?} does not exist"),
             ),
             Ok(Some(class)) => {
-                let mut object = request.object.clone();
-                set(&mut object, &["spec"], "runtimeClassName", json!(default))?;
-                apply_class(&pod.spec, &mut object, default, &class, &mut verdict)?;
-                if verdict.is_clean() {
-                    verdict.mutate(object);
-                }
+                // Edits of the request's object, applied only if no violation is found.
+                verdict.edit_set(&["spec"], "runtimeClassName", json!(default));
+                apply_class(&pod.spec, default, &class, &mut verdict)?;
             }
         }
         Ok(verdict)
@@ -90,7 +87,6 @@ impl Policy for RuntimeClassPolicy {
 /// missing `scheduling.tolerations`; conflicts become violations.
 fn apply_class(
     spec: &At<'_>,
-    object: &mut Value,
     name: &str,
     class: &Value,
     verdict: &mut Verdict,
@@ -104,7 +100,7 @@ fn apply_class(
     let pod_overhead = spec.get_object("overhead")?;
     let overhead_path = spec.path.field("overhead");
     match (class_overhead, pod_overhead) {
-        (Some(c), None) => set(object, &["spec"], "overhead", c.value.clone())?,
+        (Some(c), None) => verdict.edit_set(&["spec"], "overhead", c.value.clone()),
         (Some(c), Some(p)) => {
             if !same_quantities(&c, &p)? {
                 verdict.violation(
@@ -148,7 +144,7 @@ fn apply_class(
                 &selector_path.key(key),
                 format!("{found:?} conflicts with RuntimeClass {name:?} scheduling.nodeSelector {key}={value}"),
             ),
-            None => set(object, &["spec", "nodeSelector"], key, json!(value))?,
+            None => verdict.edit_set(&["spec", "nodeSelector"], key, json!(value)),
         }
     }
     // Tolerations: append those not already present (deep equality).
@@ -159,15 +155,28 @@ fn apply_class(
     if class_tolerations.is_empty() {
         return Ok(());
     }
-    // The Pod's tolerations, each by a text equal for equal JSON values: one pass over them.
-    let mut present: HashSet<String> = spec
-        .get_list("tolerations")?
+    // A few class tolerations are compared with the Pod's; more are looked up in a set of
+    // the Pod's (each by a text equal for equal JSON values), read once.
+    let pod_tolerations = spec.get_list("tolerations")?;
+    if class_tolerations.len() <= LINEAR_LOOKUPS as usize {
+        let mut added: Vec<&Value> = Vec::new();
+        for toleration in class_tolerations {
+            let present = pod_tolerations.iter().any(|t| t.value == toleration.value)
+                || added.contains(&toleration.value);
+            if !present {
+                added.push(toleration.value);
+                verdict.edit_push(&["spec"], "tolerations", toleration.value.clone());
+            }
+        }
+        return Ok(());
+    }
+    let mut present: HashSet<String> = pod_tolerations
         .iter()
         .map(|t| canonical_text(t.value))
         .collect();
     for toleration in class_tolerations {
         if present.insert(canonical_text(toleration.value)) {
-            push(object, &["spec"], "tolerations", toleration.value.clone())?;
+            verdict.edit_push(&["spec"], "tolerations", toleration.value.clone());
         }
     }
     Ok(())
@@ -273,30 +282,48 @@ mod tests {
 
     #[test]
     fn class_tolerations_are_appended_once_unless_present() {
-        let mut class = gvisor();
         let t = |key: &str| json!({"key": key, "operator": "Equal", "value": "gvisor", "effect": "NoSchedule"});
-        class["scheduling"]["tolerations"] = json!([t("runtime"), t("sandbox"), t("sandbox")]);
-        let payload = json!({
-            "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
-                "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
-                    "containers": [],
-                    // the class's first toleration, keys in another order
-                    "tolerations": [{"effect": "NoSchedule", "value": "gvisor", "operator": "Equal", "key": "runtime"},
-                        {"key": "other", "operator": "Exists"}]}}},
-            "settings": {"default": "gvisor"}
-        });
-        let r = evaluate::<RuntimeClassPolicy>(
-            &serde_json::to_vec(&payload).unwrap(),
-            &mut Objects::new(vec![class]),
-        );
-        assert!(r.accepted, "{:?}", r.message);
-        let spec = &r.mutated_object.unwrap()["spec"];
-        let keys: Vec<&str> = spec["tolerations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["key"].as_str().unwrap())
-            .collect();
-        assert_eq!(keys, ["runtime", "other", "sandbox"]);
+        // few class tolerations (compared one by one) and many (looked up in a set)
+        let few = vec![t("runtime"), t("sandbox"), t("sandbox")];
+        let many = vec![
+            t("runtime"),
+            t("sandbox"),
+            t("sandbox"),
+            t("a"),
+            t("b"),
+            t("a"),
+            t("other"),
+        ];
+        for (class_tolerations, expected) in [
+            (few, vec!["runtime", "other", "sandbox"]),
+            // the class's Equal toleration of "other" differs from the Pod's Exists one
+            (many, vec!["runtime", "other", "sandbox", "a", "b", "other"]),
+        ] {
+            let mut class = gvisor();
+            class["scheduling"]["tolerations"] = json!(class_tolerations);
+            let payload = json!({
+                "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+                    "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+                        "containers": [],
+                        // the class's first toleration with its keys in another order; an
+                        // Exists toleration of "other" (not equal to the class's Equal one)
+                        "tolerations": [{"effect": "NoSchedule", "value": "gvisor", "operator": "Equal", "key": "runtime"},
+                            {"key": "other", "operator": "Exists"}]}}},
+                "settings": {"default": "gvisor"}
+            });
+            let r = evaluate::<RuntimeClassPolicy>(
+                &serde_json::to_vec(&payload).unwrap(),
+                &mut Objects::new(vec![class]),
+            );
+            assert!(r.accepted, "{:?}", r.message);
+            let spec = &r.mutated_object.unwrap()["spec"];
+            let keys: Vec<&str> = spec["tolerations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["key"].as_str().unwrap())
+                .collect();
+            assert_eq!(keys, expected);
+        }
     }
 }
