@@ -41,8 +41,12 @@ fmt:
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
+# Clippy natively (every target, tests included) and for wasm32-wasip1, so that code
+# compiled only into the wasm modules (the host callbacks) is linted too. The workspace
+# lints deny unwrap, expect, panic and unchecked indexing outside tests.
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --target $(WASM_TARGET) -p policy-core $(POLICY_PKGS) -- -D warnings
 
 unit:
 	$(CARGO) test --profile host --workspace --no-fail-fast

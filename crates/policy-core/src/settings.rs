@@ -64,7 +64,7 @@ pub fn no_duplicates<T: PartialEq>(
         return Ok(());
     }
     for (i, item) in items.iter().enumerate() {
-        if items[..i].contains(item) {
+        if items.iter().take(i).any(|earlier| earlier == item) {
             return Err(SettingsError::new(
                 format!("{path}[{i}]"),
                 format!("duplicate entry {}", describe(item)),
