@@ -166,6 +166,33 @@ impl Policy for PriorityClassPolicy {
 
 policy_core::export_policy!(PriorityClassPolicy);
 
+policy_core::robustness_tests!(
+    PriorityClassPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"}),
+        strings: &[
+            "gold",
+            "platinum",
+            "gd",
+            "tenant-default",
+            "env",
+            "production",
+            "globalDefault",
+            "preemptionPolicy",
+            "priorityClassName",
+            "priority"
+        ],
+        reads: &["scheduling.k8s.io/v1/PriorityClass"],
+        mutating: true,
+        cluster: vec![
+            serde_json::json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gold", "labels": {"env": "production"}}, "value": 1000}),
+            serde_json::json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "tenant-default", "labels": {"env": "production"}}, "value": 1313, "preemptionPolicy": "Never"}),
+            serde_json::json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gd"}, "value": 0, "globalDefault": true}),
+        ],
+        ..Default::default()
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
