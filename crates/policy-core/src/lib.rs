@@ -23,6 +23,7 @@ pub mod pss;
 pub mod quantity;
 pub mod request;
 pub mod restriction;
+mod robustness;
 pub mod security_context;
 pub mod selector;
 pub mod settings;
