@@ -19,6 +19,15 @@
 //! });
 //! ```
 
+// Test support only (feature `testing`, a dev-dependency of the policies and the fuzz
+// crate): a panic here is how a broken property reaches the test runner or the fuzzer.
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
 pub mod contract;
 pub mod generate;
 
