@@ -19,6 +19,10 @@ pub struct BenchInput {
     /// Objects answering lookups.
     #[serde(default)]
     pub cluster: Vec<Value>,
+    /// At most this many iterations for this input (large generated inputs get few);
+    /// otherwise `BENCH_ITERATIONS` or 20,000.
+    #[serde(default)]
+    pub iterations: Option<u32>,
 }
 
 /// Mean microseconds per evaluation of `input` over `iterations` runs (settings parsing and
@@ -72,7 +76,10 @@ pub fn main_for<P: Policy>() -> i32 {
             }
         };
         for input in &inputs {
-            match time_native::<P>(input, iterations) {
+            match time_native::<P>(
+                input,
+                input.iterations.map_or(iterations, |n| n.min(iterations)),
+            ) {
                 Ok(us) => println!("{} | {} | native {:.2} µs/request", P::NAME, input.name, us),
                 Err(e) => {
                     eprintln!("{} | {} | {e}", P::NAME, input.name);

@@ -23,9 +23,10 @@ use serde_json::{Map, Value};
 use crate::cluster::{GetRequest, Lookups, OnLookupError};
 use crate::error::{PolicyError, SettingsError};
 use crate::matcher::{OneOrMany, StringMatcher, regexes};
+use crate::names::NameList;
 use crate::path::FieldPath;
 use crate::selector::{LabelSelector, LabelSelectorSettings, RequirementSettings};
-use crate::settings::{decode, no_duplicates};
+use crate::settings::{Raw, decode, no_duplicate_names};
 use crate::verdict::Verdict;
 
 /// The settings keys of a class allow-list when it sits at the top level of a policy's
@@ -39,13 +40,78 @@ pub const CLASS_KEYS: [&str; 6] = [
     "default",
 ];
 
+/// A policy's top-level settings split into the class allow-list fields (decoded) and the
+/// other fields (kept as JSON for the policy's own strict decoding).
+#[derive(Debug, Default)]
+struct TopLevel {
+    class: Option<ClassAllowListSettings>,
+    rest: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for TopLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SplitVisitor;
+        impl<'de> serde::de::Visitor<'de> for SplitVisitor {
+            type Value = TopLevel;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of settings")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TopLevel, A::Error> {
+                use serde::de::Error;
+                fn set<'de, T: Deserialize<'de>, A: serde::de::MapAccess<'de>>(
+                    slot: &mut Option<T>,
+                    key: &'static str,
+                    map: &mut A,
+                ) -> Result<(), A::Error> {
+                    if slot.is_some() {
+                        return Err(A::Error::duplicate_field(key));
+                    }
+                    *slot = Some(map.next_value()?);
+                    Ok(())
+                }
+                let mut out = TopLevel::default();
+                let mut c = ClassAllowListSettings::default();
+                let mut any = false;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "allowed" => set(&mut c.allowed, "allowed", &mut map)?,
+                        "allowedRegex" => set(&mut c.allowed_regex, "allowedRegex", &mut map)?,
+                        "selector" => set(&mut c.selector, "selector", &mut map)?,
+                        "matchLabels" => set(&mut c.match_labels, "matchLabels", &mut map)?,
+                        "matchExpressions" => {
+                            set(&mut c.match_expressions, "matchExpressions", &mut map)?
+                        }
+                        "default" => set(&mut c.default, "default", &mut map)?,
+                        _ => {
+                            let value: Value = map.next_value()?;
+                            if out.rest.insert(key.clone(), value).is_some() {
+                                return Err(A::Error::custom(format!("duplicate field `{key}`")));
+                            }
+                            continue;
+                        }
+                    }
+                    any = true;
+                }
+                if any {
+                    out.class = Some(c);
+                }
+                Ok(out)
+            }
+        }
+        deserializer.deserialize_map(SplitVisitor)
+    }
+}
+
 /// Raw settings of a class allow-list, as written by the operator.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ClassAllowListSettings {
     /// Exact class names.
     #[serde(default)]
-    pub allowed: Option<Vec<String>>,
+    pub allowed: Option<NameList>,
     /// Full-match regexes over the name (a string or a list).
     #[serde(default)]
     pub allowed_regex: Option<OneOrMany>,
@@ -150,14 +216,14 @@ pub enum ClassOutcome {
 impl ClassAllowList {
     /// Decodes and validates a class allow-list block (`allow_default: false` refuses the
     /// `default` field, e.g. for DeviceClasses).
-    pub fn parse(raw: &Value, allow_default: bool) -> Result<Self, SettingsError> {
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>, allow_default: bool) -> Result<Self, SettingsError> {
         let raw: ClassAllowListSettings = decode(raw)?;
-        Self::build(&raw, allow_default)
+        Self::build(raw, allow_default)
     }
 
     /// Validates decoded settings: a block with none of the fields is refused, empty
     /// selectors and invalid regexes are refused, `default` must not be empty.
-    pub fn build(raw: &ClassAllowListSettings, allow_default: bool) -> Result<Self, SettingsError> {
+    pub fn build(raw: ClassAllowListSettings, allow_default: bool) -> Result<Self, SettingsError> {
         let alias = raw.match_labels.is_some() || raw.match_expressions.is_some();
         if raw.allowed.is_none()
             && raw.allowed_regex.is_none()
@@ -188,8 +254,8 @@ impl ClassAllowList {
                 "give the selector either as `selector` or as top-level matchLabels/matchExpressions, not both",
             ));
         }
-        let allowed = raw.allowed.clone().unwrap_or_default();
-        no_duplicates("allowed", &allowed, |s| format!("{s:?}"))?;
+        let allowed = raw.allowed.unwrap_or_default();
+        no_duplicate_names("allowed", &allowed)?;
         let patterns = raw.allowed_regex.clone().unwrap_or_default().into_vec();
         let compiled = match &raw.allowed_regex {
             Some(OneOrMany::One(_)) => regexes("allowedRegex", &patterns)
@@ -241,29 +307,32 @@ impl ClassAllowList {
 
     /// Takes the class allow-list fields ([`CLASS_KEYS`]) out of a policy's top-level
     /// settings: returns the list (`None` when none of the fields is present) and the
-    /// remaining settings, to be decoded strictly by the policy.
-    pub fn from_top_level(
-        raw: &Value,
+    /// remaining settings, to be decoded strictly by the policy. The class fields are decoded
+    /// straight from the settings, without copying them.
+    pub fn from_top_level<'a>(
+        raw: impl Into<Raw<'a>>,
         allow_default: bool,
     ) -> Result<(Option<Self>, Value), SettingsError> {
-        let Value::Object(map) = raw else {
-            return Ok((None, raw.clone()));
-        };
-        let mut class = Map::new();
-        let mut rest = Map::new();
-        for (k, v) in map {
-            if CLASS_KEYS.contains(&k.as_str()) {
-                class.insert(k.clone(), v.clone());
-            } else {
-                rest.insert(k.clone(), v.clone());
-            }
+        let raw = raw.into();
+        if raw.is_null() {
+            return Ok((None, Value::Null));
         }
-        let list = if class.is_empty() {
-            None
-        } else {
-            Some(Self::parse(&Value::Object(class), allow_default)?)
+        let split: TopLevel = match decode(raw) {
+            Ok(split) => split,
+            Err(e) => {
+                // Not an object: the policy's strict decoding names the problem.
+                let value = raw.to_value()?;
+                if value.is_object() {
+                    return Err(e);
+                }
+                return Ok((None, value));
+            }
         };
-        Ok((list, Value::Object(rest)))
+        let list = match split.class {
+            Some(class) => Some(Self::build(class, allow_default)?),
+            None => None,
+        };
+        Ok((list, Value::Object(split.rest)))
     }
 
     /// The tenant default class, if configured.
@@ -287,17 +356,11 @@ impl ClassAllowList {
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if !self.names.names().is_empty() {
-            let names: Vec<String> = self
+            let names: Vec<&str> = self
                 .names
                 .names()
                 .iter()
-                .map(|n| {
-                    if n.is_empty() {
-                        "\"\"".to_owned()
-                    } else {
-                        n.clone()
-                    }
-                })
+                .map(|n| if n.is_empty() { "\"\"" } else { n })
                 .collect();
             parts.push(format!("names [{}]", names.join(", ")));
         }
@@ -393,7 +456,7 @@ struct RawOnLookupError {
 
 impl ClassPolicySettings {
     /// Decodes and validates the settings; at least one class field is required.
-    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
         let (classes, rest) = ClassAllowList::from_top_level(raw, true)?;
         let rest: RawOnLookupError = decode(&rest)?;
         let classes = classes.ok_or_else(missing_class_fields)?;
@@ -604,6 +667,47 @@ mod tests {
         let (list, _) =
             ClassAllowList::from_top_level(&json!({"onLookupError": "accept"}), true).unwrap();
         assert!(list.is_none());
+    }
+
+    #[test]
+    fn top_level_split_from_json_text() {
+        let text =
+            r#"{"onLookupError": "accept", "allowed": ["a", "b"], "default": "d", "x": {"y": 1}}"#;
+        let (list, rest) = ClassAllowList::from_top_level(Raw::Json(text), true).unwrap();
+        let list = list.unwrap();
+        assert!(list.allows_by_name("b") && list.allows_by_name("d") && !list.allows_by_name("c"));
+        assert_eq!(rest, json!({"onLookupError": "accept", "x": {"y": 1}}));
+        // the same answers as from a parsed value
+        let (from_value, rest_value) =
+            ClassAllowList::from_top_level(&serde_json::from_str::<Value>(text).unwrap(), true)
+                .unwrap();
+        assert_eq!(from_value, Some(list));
+        assert_eq!(rest_value, rest);
+        // errors name the path inside the class fields
+        let e = ClassAllowList::from_top_level(Raw::Json(r#"{"allowed": ["a", 1]}"#), true)
+            .unwrap_err();
+        assert_eq!(e.path, "allowed[1]", "{e}");
+        let e = ClassAllowList::from_top_level(Raw::Json(r#"{"allowed": ["a", "a"]}"#), true)
+            .unwrap_err();
+        assert_eq!(e.to_string(), "allowed[1]: duplicate entry \"a\"");
+        // a repeated key: the last one wins, as when the settings were parsed first
+        let text = r#"{"allowed": ["a"], "allowed": ["b"]}"#;
+        let list = ClassAllowList::from_top_level(Raw::Json(text), true)
+            .unwrap()
+            .0
+            .unwrap();
+        assert!(list.allows_by_name("b") && !list.allows_by_name("a"));
+        // null is no class block; a non-object is left to the policy's strict decoding
+        let (list, rest) = ClassAllowList::from_top_level(Raw::Json("null"), true).unwrap();
+        assert!(list.is_none() && rest.is_null());
+        let (list, rest) = ClassAllowList::from_top_level(Raw::Json("[1]"), true).unwrap();
+        assert!(list.is_none());
+        assert_eq!(rest, json!([1]));
+        // re-read: duplicates are not checked again
+        let reread = crate::settings::reread(|| {
+            ClassAllowList::from_top_level(Raw::Json(r#"{"allowed": ["a", "a"]}"#), true)
+        });
+        assert!(reread.unwrap().0.unwrap().allows_by_name("a"));
     }
 
     proptest::proptest! {

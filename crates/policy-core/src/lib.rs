@@ -15,6 +15,7 @@ pub mod image;
 pub mod json;
 pub mod matcher;
 pub mod mutation;
+pub mod names;
 pub mod path;
 pub mod pod;
 pub mod policy;

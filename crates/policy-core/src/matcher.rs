@@ -8,12 +8,12 @@
 //! first time a value needs it.
 
 use std::cell::OnceCell;
-use std::collections::BTreeSet;
 
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
 use crate::error::SettingsError;
+use crate::names::NameList;
 
 /// Largest compiled program a settings regex may have (bytes); see [`RegexBuilder::size_limit`].
 pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
@@ -145,43 +145,48 @@ pub fn regexes(path: &str, patterns: &[String]) -> Result<Vec<FullMatch>, Settin
 }
 
 /// Exact names plus full-match regexes: a value matches if it is listed or a regex matches.
+/// Names are a [`NameList`]: membership costs no more than reading the list once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StringMatcher {
-    exact: BTreeSet<String>,
-    exact_order: Vec<String>,
+    exact: NameList,
+    /// The lower-cased names of a case-insensitive matcher.
+    lower: Option<NameList>,
     regexes: Vec<FullMatch>,
-    case_insensitive: bool,
 }
 
 impl StringMatcher {
     /// A case-sensitive matcher.
-    pub fn new(exact: Vec<String>, regexes: Vec<FullMatch>) -> Self {
+    pub fn new(exact: impl Into<NameList>, regexes: Vec<FullMatch>) -> Self {
         StringMatcher {
-            exact: exact.iter().cloned().collect(),
-            exact_order: exact,
+            exact: exact.into(),
+            lower: None,
             regexes,
-            case_insensitive: false,
         }
     }
 
     /// A matcher whose exact entries compare case-insensitively (registry hosts, DNS names).
     /// Regexes still match the lower-cased value.
-    pub fn case_insensitive(exact: Vec<String>, regexes: Vec<FullMatch>) -> Self {
+    pub fn case_insensitive(exact: impl Into<NameList>, regexes: Vec<FullMatch>) -> Self {
+        let exact = exact.into();
+        let lower = exact
+            .iter()
+            .map(|s| s.to_ascii_lowercase())
+            .collect::<Vec<_>>();
         StringMatcher {
-            exact: exact.iter().map(|s| s.to_ascii_lowercase()).collect(),
-            exact_order: exact,
+            exact,
+            lower: Some(lower.into()),
             regexes,
-            case_insensitive: true,
         }
     }
 
     /// Whether `value` is listed or fully matches one of the regexes.
     pub fn matches(&self, value: &str) -> bool {
-        if self.case_insensitive {
-            let lower = value.to_ascii_lowercase();
-            self.exact.contains(&lower) || self.regexes.iter().any(|r| r.is_match(&lower))
-        } else {
-            self.exact.contains(value) || self.regexes.iter().any(|r| r.is_match(value))
+        match &self.lower {
+            Some(lower_names) => {
+                let lower = value.to_ascii_lowercase();
+                lower_names.contains(&lower) || self.regexes.iter().any(|r| r.is_match(&lower))
+            }
+            None => self.exact.contains(value) || self.regexes.iter().any(|r| r.is_match(value)),
         }
     }
 
@@ -191,8 +196,8 @@ impl StringMatcher {
     }
 
     /// The exact names in settings order.
-    pub fn names(&self) -> &[String] {
-        &self.exact_order
+    pub fn names(&self) -> &NameList {
+        &self.exact
     }
 
     /// The regexes in settings order.
@@ -203,8 +208,9 @@ impl StringMatcher {
     /// A human description for messages: `names [a, b], regexes ["x.*"]`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        if !self.exact_order.is_empty() {
-            parts.push(format!("names [{}]", self.exact_order.join(", ")));
+        if !self.exact.is_empty() {
+            let names: Vec<&str> = self.exact.iter().collect();
+            parts.push(format!("names [{}]", names.join(", ")));
         }
         if !self.regexes.is_empty() {
             let r: Vec<String> = self
@@ -281,19 +287,20 @@ mod tests {
 
     #[test]
     fn case_insensitive_hosts() {
-        let m = StringMatcher::case_insensitive(vec!["Docker.io".into()], vec![]);
+        let m = StringMatcher::case_insensitive(["Docker.io"], vec![]);
         assert!(m.matches("docker.IO"));
-        let m = StringMatcher::new(vec!["Docker.io".into()], vec![]);
+        let m = StringMatcher::new(["Docker.io"], vec![]);
         assert!(!m.matches("docker.io"));
         assert!(m.matches("Docker.io"));
+        // past the first lookups the names are hashed; the answers stay the same
+        for _ in 0..10 {
+            assert!(m.matches("Docker.io") && !m.matches("docker.io"));
+        }
     }
 
     #[test]
     fn describe_lists_in_settings_order() {
-        let m = StringMatcher::new(
-            vec!["b".into(), "a".into()],
-            vec![FullMatch::new("x.*").unwrap()],
-        );
+        let m = StringMatcher::new(["b", "a"], vec![FullMatch::new("x.*").unwrap()]);
         assert_eq!(m.describe(), "names [b, a], regexes [\"x.*\"]");
     }
 

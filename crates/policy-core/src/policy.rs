@@ -3,11 +3,11 @@
 
 pub use kubewarden_policy_sdk::response::ValidationResponse;
 pub use kubewarden_policy_sdk::settings::SettingsValidationResponse;
-use serde_json::Value;
 
 use crate::cluster::{Cluster, Lookups};
 use crate::error::{PolicyError, SettingsError};
 use crate::request::{AdmissionRequest, ValidatePayload};
+use crate::settings::Raw;
 use crate::verdict::{Mode, Verdict, error_response};
 
 /// One admission policy: settings parsing plus the decision.
@@ -17,8 +17,9 @@ pub trait Policy {
     /// Validated settings.
     type Settings;
 
-    /// Decodes and validates the settings; errors name the settings path.
-    fn settings(raw: &Value) -> Result<Self::Settings, SettingsError>;
+    /// Decodes and validates the settings; errors name the settings path. Inside `validate`
+    /// this runs in re-read mode ([`crate::settings::is_reread`]).
+    fn settings(raw: Raw<'_>) -> Result<Self::Settings, SettingsError>;
 
     /// Whether violations reject or warn (SPEC 2.12); `Enforce` unless the policy has `mode`.
     fn mode(_settings: &Self::Settings) -> Mode {
@@ -35,13 +36,18 @@ pub trait Policy {
 
 /// The answer to `validate_settings` for raw settings bytes.
 pub fn validate_settings<P: Policy>(payload: &[u8]) -> SettingsValidationResponse {
-    let parsed: Result<Value, _> = if payload.is_empty() {
-        Ok(Value::Null)
+    let text = if payload.is_empty() {
+        Ok("null")
     } else {
-        serde_json::from_slice(payload)
+        std::str::from_utf8(payload).map_err(|e| e.to_string())
     };
+    let parsed = text.and_then(|t| {
+        serde_json::from_str::<serde::de::IgnoredAny>(t)
+            .map(|_| t)
+            .map_err(|e| e.to_string())
+    });
     let result = match parsed {
-        Ok(raw) => P::settings(&raw).map(|_| ()),
+        Ok(text) => P::settings(Raw::Json(text)).map(|_| ()),
         Err(e) => Err(SettingsError::new(
             "",
             format!("settings are not JSON: {e}"),
@@ -62,7 +68,7 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> SettingsValidationRespons
 /// The answer to `validate` for a raw payload, with lookups answered by `cluster`.
 pub fn evaluate<P: Policy>(payload: &[u8], cluster: &mut dyn Cluster) -> ValidationResponse {
     let outcome = ValidatePayload::decode(payload).and_then(|p| {
-        let settings = crate::settings::reread(|| P::settings(&p.settings)).map_err(|e| {
+        let settings = crate::settings::reread(|| P::settings(p.settings())).map_err(|e| {
             PolicyError::Settings(SettingsError::new("", format!("invalid settings: {e}")))
         })?;
         let mut lookups = Lookups::new(cluster);
@@ -121,6 +127,7 @@ mod tests {
     use crate::cluster::Objects;
     use crate::path::FieldPath;
     use serde::Deserialize;
+    use serde_json::Value;
     use serde_json::json;
 
     struct Demo;
@@ -134,7 +141,7 @@ mod tests {
     impl Policy for Demo {
         const NAME: &'static str = "demo-policy";
         type Settings = DemoSettings;
-        fn settings(raw: &Value) -> Result<DemoSettings, SettingsError> {
+        fn settings(raw: Raw<'_>) -> Result<DemoSettings, SettingsError> {
             crate::settings::decode(raw)
         }
         fn validate(

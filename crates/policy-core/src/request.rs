@@ -5,10 +5,12 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::error::PolicyError;
 use crate::json::At;
 use crate::path::FieldPath;
+use crate::settings::Raw;
 
 /// The operation of an admission request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -176,31 +178,48 @@ fn require_object<'a>(value: &'a Value, field: &str) -> Result<At<'a>, PolicyErr
     }
 }
 
-/// The `validate` payload: the request and the raw settings.
+/// The `validate` payload: the request and the raw settings (borrowed from the payload, to
+/// be decoded by the policy straight into its typed settings).
 #[derive(Debug, Deserialize)]
-pub struct ValidatePayload {
+pub struct ValidatePayload<'a> {
     /// The admission request.
     pub request: AdmissionRequest,
-    /// The settings as sent by the host.
-    #[serde(default)]
-    pub settings: Value,
+    /// The settings as sent by the host (`None` when absent).
+    #[serde(default, borrow)]
+    pub settings: Option<&'a RawValue>,
 }
 
-impl ValidatePayload {
+impl<'a> ValidatePayload<'a> {
     /// Decodes a `validate` payload; an undecodable request is a 400 naming the field.
-    pub fn decode(payload: &[u8]) -> Result<Self, PolicyError> {
+    ///
+    /// The payload is decoded once without tracking paths; only a failure is decoded again
+    /// to name the offending field.
+    pub fn decode(payload: &'a [u8]) -> Result<Self, PolicyError> {
+        if let Ok(text) = std::str::from_utf8(payload)
+            && let Ok(p) = Self::deserialize(&mut serde_json::Deserializer::from_str(text))
+        {
+            return Ok(p);
+        }
         let de = &mut serde_json::Deserializer::from_slice(payload);
         serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             PolicyError::malformed(&FieldPath::dotted(&path), e.into_inner().to_string())
         })
     }
+
+    /// The settings (`null` when absent).
+    pub fn settings(&self) -> Raw<'a> {
+        match self.settings {
+            Some(raw) => Raw::Json(raw.get()),
+            None => Raw::Json("null"),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn payload(request: Value) -> Vec<u8> {
         serde_json::to_vec(&json!({"request": request, "settings": {}})).unwrap()
@@ -208,14 +227,14 @@ mod tests {
 
     #[test]
     fn decodes_minimal_request() {
-        let p = ValidatePayload::decode(&payload(json!({
+        let bytes = payload(json!({
             "uid": "1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "resource": {"group": "", "version": "v1", "resource": "pods"},
             "operation": "CREATE", "namespace": "ns",
             "userInfo": {"username": "system:serviceaccount:kube-system:job-controller", "groups": ["a"]},
             "object": {"metadata": {"name": "p"}}
-        })))
-        .unwrap();
+        }));
+        let p = ValidatePayload::decode(&bytes).unwrap();
         assert_eq!(p.request.kind.kind, "Pod");
         assert_eq!(p.request.resource.kind, "pods");
         assert_eq!(p.request.operation, Operation::Create);
@@ -239,10 +258,10 @@ mod tests {
 
     #[test]
     fn missing_object_is_malformed() {
-        let p = ValidatePayload::decode(&payload(json!({
+        let bytes = payload(json!({
             "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE"
-        })))
-        .unwrap();
+        }));
+        let p = ValidatePayload::decode(&bytes).unwrap();
         assert_eq!(
             p.request.object().unwrap_err().to_string(),
             "request.object: missing"

@@ -2,11 +2,14 @@
 //! checks shared by every policy (SPEC 2.13).
 
 use std::cell::Cell;
+use std::collections::HashSet;
+use std::hash::Hash;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::SettingsError;
+use crate::names::NameList;
 
 thread_local! {
     static REREAD: Cell<bool> = const { Cell::new(false) };
@@ -33,8 +36,53 @@ pub fn reread<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// Settings as the host sent them: the JSON text of a `validate` or `validate_settings`
+/// payload, or an already parsed value (nested settings, tests). Decoding from the text
+/// builds the typed settings directly, without an intermediate [`Value`] (SPEC 2.16).
+#[derive(Clone, Copy, Debug)]
+pub enum Raw<'a> {
+    /// JSON text.
+    Json(&'a str),
+    /// A parsed value.
+    Value(&'a Value),
+}
+
+impl<'a> From<&'a Value> for Raw<'a> {
+    fn from(value: &'a Value) -> Self {
+        Raw::Value(value)
+    }
+}
+
+impl<'a> From<&'a serde_json::value::RawValue> for Raw<'a> {
+    fn from(raw: &'a serde_json::value::RawValue) -> Self {
+        Raw::Json(raw.get())
+    }
+}
+
+impl Raw<'_> {
+    /// Whether the settings are `null` (read as `{}`).
+    pub fn is_null(&self) -> bool {
+        match self {
+            Raw::Json(text) => text.trim() == "null",
+            Raw::Value(value) => value.is_null(),
+        }
+    }
+
+    /// The settings as a [`Value`] (for settings that are inspected before being decoded).
+    pub fn to_value(&self) -> Result<Value, SettingsError> {
+        match self {
+            Raw::Json(text) => serde_json::from_str(text)
+                .map_err(|e| SettingsError::new("", format!("settings are not JSON: {e}"))),
+            Raw::Value(value) => Ok((*value).clone()),
+        }
+    }
+}
+
 /// Decodes raw settings into `T`, refusing unknown fields and wrong types with the settings
 /// path (`protectedTaints[1].effect: unknown variant ...`). `null` is read as `{}`.
+///
+/// JSON text is decoded once without tracking the path; only a failure is decoded a second
+/// time to name the offending path.
 ///
 /// ```
 /// #[derive(Debug, serde::Deserialize)]
@@ -42,11 +90,29 @@ pub fn reread<T>(f: impl FnOnce() -> T) -> T {
 /// struct S { #[allow(dead_code)] a: Vec<u32> }
 /// let err = policy_core::settings::decode::<S>(&serde_json::json!({"a": [1, "x"]})).unwrap_err();
 /// assert!(err.to_string().starts_with("a[1]: "));
+/// let raw = policy_core::settings::Raw::Json(r#"{"a": [1, "x"]}"#);
+/// assert!(policy_core::settings::decode::<S>(raw).unwrap_err().to_string().starts_with("a[1]: "));
 /// ```
-pub fn decode<T: DeserializeOwned>(raw: &Value) -> Result<T, SettingsError> {
-    let empty = Value::Object(Default::default());
-    let raw = if raw.is_null() { &empty } else { raw };
-    serde_path_to_error::deserialize(raw).map_err(|e| {
+pub fn decode<'a, T: DeserializeOwned>(raw: impl Into<Raw<'a>>) -> Result<T, SettingsError> {
+    let raw = raw.into();
+    if raw.is_null() {
+        return decode(Raw::Json("{}"));
+    }
+    match raw {
+        Raw::Json(text) => serde_json::from_str(text).or_else(|_| {
+            // Name the path of the failure: decode again, tracking it, from a parsed value
+            // (so that messages are those of a value, without line and column).
+            let value: Value = serde_json::from_str(text)
+                .map_err(|e| SettingsError::new("", format!("settings are not JSON: {e}")))?;
+            decode_tracked(&value)
+        }),
+        Raw::Value(value) => decode_tracked(value),
+    }
+}
+
+/// Decodes `value`, naming the settings path of a failure.
+fn decode_tracked<T: DeserializeOwned>(value: &Value) -> Result<T, SettingsError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
         SettingsError::new(path, e.into_inner().to_string())
@@ -54,8 +120,14 @@ pub fn decode<T: DeserializeOwned>(raw: &Value) -> Result<T, SettingsError> {
 }
 
 /// Refuses duplicate entries of a list, naming the second occurrence (skipped when settings
-/// are re-read, see [`is_reread`]).
-pub fn no_duplicates<T: PartialEq>(
+/// are re-read, see [`is_reread`]). One pass with a hash set: linear in the list.
+///
+/// ```
+/// let err = policy_core::settings::no_duplicates("allowed", &["a", "b", "a"], |s| format!("{s:?}"))
+///     .unwrap_err();
+/// assert_eq!(err.to_string(), "allowed[2]: duplicate entry \"a\"");
+/// ```
+pub fn no_duplicates<T: Eq + Hash>(
     path: &str,
     items: &[T],
     describe: impl Fn(&T) -> String,
@@ -63,8 +135,9 @@ pub fn no_duplicates<T: PartialEq>(
     if is_reread() {
         return Ok(());
     }
+    let mut seen = HashSet::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        if items.iter().take(i).any(|earlier| earlier == item) {
+        if !seen.insert(item) {
             return Err(SettingsError::new(
                 format!("{path}[{i}]"),
                 format!("duplicate entry {}", describe(item)),
@@ -72,6 +145,21 @@ pub fn no_duplicates<T: PartialEq>(
         }
     }
     Ok(())
+}
+
+/// [`no_duplicates`] for a [`NameList`]: refuses the second occurrence of an entry
+/// (`allowed[3]: duplicate entry "gold"`), skipped when settings are re-read.
+pub fn no_duplicate_names(path: &str, names: &NameList) -> Result<(), SettingsError> {
+    if is_reread() {
+        return Ok(());
+    }
+    match names.first_duplicate() {
+        None => Ok(()),
+        Some(i) => Err(SettingsError::new(
+            format!("{path}[{i}]"),
+            format!("duplicate entry {:?}", names.get(i).unwrap_or_default()),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -115,12 +203,67 @@ mod tests {
     #[test]
     fn null_is_empty() {
         assert!(decode::<Outer>(&Value::Null).is_ok());
+        assert!(decode::<Outer>(Raw::Json(" null ")).is_ok());
+    }
+
+    #[test]
+    fn json_text_decodes_like_a_value() {
+        for text in [
+            r#"{"protectedTaints": [{"key": "a"}, {"key": "b", "x": 1}]}"#,
+            r#"{"protectedTaints": [{"key": 3}]}"#,
+            r#"{"other": 1}"#,
+            r#"{"protectedTaints": [{"key": "a"}]}"#,
+            r#"{"protectedTaints": [{"key": "a"}]} trailing"#,
+            "[",
+        ] {
+            let from_text = decode::<Outer>(Raw::Json(text))
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            match serde_json::from_str::<Value>(text) {
+                Ok(v) => {
+                    let from_value = decode::<Outer>(&v).map(|_| ()).map_err(|e| e.to_string());
+                    assert_eq!(from_text, from_value, "{text}");
+                }
+                Err(_) => assert!(from_text.is_err(), "{text}"),
+            }
+        }
     }
 
     #[test]
     fn duplicates() {
         let err = no_duplicates("items", &[1, 2, 1], |i| i.to_string()).unwrap_err();
         assert_eq!(err.to_string(), "items[2]: duplicate entry 1");
+        // The second occurrence of the first repeated entry is named, not a later one.
+        let err = no_duplicates("items", &[3, 4, 4, 3], |i| i.to_string()).unwrap_err();
+        assert_eq!(err.to_string(), "items[2]: duplicate entry 4");
+        let err =
+            no_duplicates("items", &["a", "b", "c", "a", "b"], |s| format!("{s:?}")).unwrap_err();
+        assert_eq!(err.to_string(), "items[3]: duplicate entry \"a\"");
+        assert!(no_duplicates("items", &["a", "A", "a "], |s| s.to_string()).is_ok());
+        assert!(no_duplicates::<u8>("items", &[], |i| i.to_string()).is_ok());
+    }
+
+    #[test]
+    fn duplicate_names() {
+        let names = NameList::from(["gold", "silver", "bronze", "silver", "gold"]);
+        let err = no_duplicate_names("allowed", &names).unwrap_err();
+        assert_eq!(err.to_string(), "allowed[3]: duplicate entry \"silver\"");
+        assert!(no_duplicate_names("allowed", &NameList::from(["a", "b"])).is_ok());
+        assert!(reread(|| no_duplicate_names("allowed", &names)).is_ok());
+    }
+
+    proptest::proptest! {
+        /// The set-based check names the same entry as a scan of the earlier entries would.
+        #[test]
+        fn duplicates_match_a_scan(items in proptest::collection::vec(0u8..20, 0..30)) {
+            let scan = items
+                .iter()
+                .enumerate()
+                .find(|(i, item)| items[..*i].contains(item))
+                .map(|(i, item)| format!("items[{i}]: duplicate entry {item}"));
+            let set = no_duplicates("items", &items, |i| i.to_string()).err().map(|e| e.to_string());
+            proptest::prop_assert_eq!(set, scan);
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::json::At;
 use crate::path::FieldPath;
 
 /// A taint effect.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
 pub enum Effect {
     /// `NoSchedule`
     NoSchedule,
@@ -41,7 +41,7 @@ impl Effect {
 }
 
 /// A node taint: key, value and optionally an effect (none = any effect).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Taint {
     /// Non-empty key.
     pub key: String,

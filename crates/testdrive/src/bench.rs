@@ -1,6 +1,6 @@
 //! `testdrive bench`: per-request latency with a fresh instance per request
 //! (what policy-server does) and with one reused instance (what `kwctl
-//! bench` does).
+//! bench` does), and the cost budgets of SPEC 2.16 on generated inputs.
 //!
 //! `bench.yaml` in a policy directory is a list of entries:
 //!
@@ -11,16 +11,61 @@
 //!   override: {userInfo: {username: bob}}    # optional
 //!   replay: session.yml                        # optional, or cluster: [...]
 //! ```
+//!
+//! An entry may generate a large input instead of committing it as a fixture:
+//!
+//! ```yaml
+//! # a ~1 MiB object: one item is added to every listed place, `{i}` replaced by
+//! # the item's number, until the serialised request.object reaches `bytes`
+//! - name: 1 MiB Pod of containers
+//!   settings: {allowed: [gold]}
+//!   request: ../../test_data/requests/priority-class/pod-gold.json
+//!   grow:
+//!     bytes: 1048576                         # optional, 1 MiB by default
+//!     at:
+//!     - {path: object.spec.containers, item: {name: "c-{i}", image: "nginx:{i}"}}
+//!     - {path: object.spec.nodeSelector, key: "k-{i}", value: "v-{i}"}
+//!
+//! # settings whose list (or map) at `path` holds 10, 1,000 and 10,000 entries
+//! # (existing entries count); one scenario per count
+//! - name: allowed names
+//!   settings: {allowed: [gold]}
+//!   request: ../../test_data/requests/priority-class/pod-gold.json
+//!   scale:
+//!     path: allowed
+//!     item: "class-{i}"
+//!     entries: [10, 1000, 10000]             # optional, these by default
+//! ```
+//!
+//! Paths are dotted field names with `[n]` list indices and `["key"]` for keys
+//! holding dots (`object.spec.containers[0].volumeMounts`,
+//! `restrictions[0].spec.metadata.labels.values["app"].whitelist`); missing
+//! maps and lists on the way to the last segment are created. Budgets (fresh
+//! instance, median): a grown object under [`GROW_BUDGET`]; the largest scaled
+//! settings under [`SCALE_BUDGET_RATIO`] times the smallest.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::cases::{CaseDefaults, RequestSpec, Scenario, resolve_scenario};
 use crate::error::{Error, Result, read_text};
 use crate::host::Host;
+use crate::host::serialize_validate_payload;
+
+/// Budget of one request carrying a grown (~1 MiB) object, fresh instance.
+pub const GROW_BUDGET: Duration = Duration::from_millis(50);
+
+/// Budget of the largest scaled settings relative to the smallest (fresh instance).
+pub const SCALE_BUDGET_RATIO: f64 = 5.0;
+
+/// Default target size of a grown object.
+pub const DEFAULT_GROW_BYTES: usize = 1 << 20;
+
+/// Default entry counts of scaled settings.
+pub const DEFAULT_SCALE_ENTRIES: [usize; 3] = [10, 1_000, 10_000];
 
 /// One entry of `bench.yaml`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -42,6 +87,89 @@ pub struct BenchEntry {
     /// Objects that exist in the cluster.
     #[serde(default)]
     pub cluster: Option<Vec<Value>>,
+    /// Enlarge the request's object to about `bytes`.
+    #[serde(default)]
+    pub grow: Option<Grow>,
+    /// Run with settings holding several entry counts.
+    #[serde(default)]
+    pub scale: Option<Scale>,
+}
+
+/// How to enlarge a request's object (`grow:` of a bench entry).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grow {
+    /// Target size of the serialised `request.object`.
+    #[serde(default = "default_grow_bytes")]
+    pub bytes: usize,
+    /// The places that get one more item per step (paths relative to the request).
+    pub at: Vec<Filler>,
+}
+
+fn default_grow_bytes() -> usize {
+    DEFAULT_GROW_BYTES
+}
+
+/// How to scale a settings list or map (`scale:` of a bench entry).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scale {
+    /// Where the list or map is, in the settings.
+    pub path: String,
+    /// A list item (with `{i}`), for lists.
+    #[serde(default)]
+    pub item: Option<Value>,
+    /// A map key (with `{i}`), for maps.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// A map value (with `{i}`), for maps.
+    #[serde(default)]
+    pub value: Option<Value>,
+    /// The entry counts to run (existing entries count).
+    #[serde(default = "default_scale_entries")]
+    pub entries: Vec<usize>,
+}
+
+fn default_scale_entries() -> Vec<usize> {
+    DEFAULT_SCALE_ENTRIES.to_vec()
+}
+
+/// One place that grows: a list getting `item`, or a map getting `key: value`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filler {
+    /// Path of the list or map.
+    pub path: String,
+    /// A list item (with `{i}`), for lists.
+    #[serde(default)]
+    pub item: Option<Value>,
+    /// A map key (with `{i}`), for maps.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// A map value (with `{i}`), for maps.
+    #[serde(default)]
+    pub value: Option<Value>,
+}
+
+/// What a bench scenario measures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BenchKind {
+    /// A plain scenario from its fixtures.
+    Plain,
+    /// An object grown to `bytes` with `items` items per place.
+    Grown {
+        /// Serialised size of `request.object`.
+        bytes: usize,
+        /// Items added to each place.
+        items: usize,
+    },
+    /// Settings scaled to `entries` entries (`group` is the entry's name).
+    Scaled {
+        /// The `bench.yaml` entry the scenario comes from.
+        group: String,
+        /// Entries in the scaled list or map.
+        entries: usize,
+    },
 }
 
 /// A resolved bench entry.
@@ -51,37 +179,310 @@ pub struct BenchScenario {
     pub name: String,
     /// Its inputs.
     pub scenario: Scenario,
+    /// What it measures.
+    pub kind: BenchKind,
 }
 
-/// Parses and resolves a `bench.yaml`.
+/// Parses and resolves a `bench.yaml`; `grow` and `scale` entries are generated here
+/// (a `scale` entry becomes one scenario per entry count).
 pub fn load_bench_file(path: &Path) -> Result<Vec<BenchScenario>> {
     let entries: Vec<BenchEntry> =
         serde_yaml::from_str(&read_text(path)?).map_err(|e| Error::parse(path.display(), e))?;
-    entries
-        .into_iter()
-        .map(|e| {
-            let fields = CaseDefaults {
-                settings: e.settings,
-                request: Some(e.request),
-                override_: None,
-                replay: e.replay,
-                cluster: e.cluster,
-            };
-            let overrides: Vec<&Value> = e.override_.iter().collect();
-            let scenario = resolve_scenario(path, &CaseDefaults::default(), &fields, &overrides)
-                .map_err(|err| {
-                    Error::Invalid(format!("{}: bench `{}`: {err}", path.display(), e.name))
-                })?;
-            Ok(BenchScenario {
+    let mut out = Vec::new();
+    for e in entries {
+        let fields = CaseDefaults {
+            settings: e.settings,
+            request: Some(e.request),
+            override_: None,
+            replay: e.replay,
+            cluster: e.cluster,
+        };
+        let overrides: Vec<&Value> = e.override_.iter().collect();
+        let invalid =
+            |err: Error| Error::Invalid(format!("{}: bench `{}`: {err}", path.display(), e.name));
+        let scenario = resolve_scenario(path, &CaseDefaults::default(), &fields, &overrides)
+            .map_err(invalid)?;
+        match (&e.grow, &e.scale) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(Error::Invalid(
+                    "`grow` and `scale` are mutually exclusive".into(),
+                )));
+            }
+            (Some(grow), None) => {
+                let mut scenario = scenario;
+                let request = scenario
+                    .request
+                    .as_mut()
+                    .ok_or_else(|| invalid(Error::Invalid("`grow` needs a request".into())))?;
+                let (bytes, items) = grow_request(request, grow).map_err(invalid)?;
+                out.push(BenchScenario {
+                    name: format!(
+                        "{} ({:.2} MiB, {} items)",
+                        e.name,
+                        bytes as f64 / f64::from(1u32 << 20),
+                        items
+                    ),
+                    scenario,
+                    kind: BenchKind::Grown { bytes, items },
+                });
+            }
+            (None, Some(scale)) => {
+                for &entries in &scale.entries {
+                    let mut scenario = scenario.clone();
+                    let filler = Filler {
+                        path: scale.path.clone(),
+                        item: scale.item.clone(),
+                        key: scale.key.clone(),
+                        value: scale.value.clone(),
+                    };
+                    fill_to(&mut scenario.settings, &filler, entries).map_err(invalid)?;
+                    out.push(BenchScenario {
+                        name: format!("{} ×{entries}", e.name),
+                        scenario,
+                        kind: BenchKind::Scaled {
+                            group: e.name.clone(),
+                            entries,
+                        },
+                    });
+                }
+            }
+            (None, None) => out.push(BenchScenario {
                 name: e.name,
                 scenario,
-            })
-        })
-        .collect()
+                kind: BenchKind::Plain,
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// One segment of a generator path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// Parses `a.b[0].c["x.y"]` into segments.
+fn parse_path(path: &str) -> Result<Vec<Segment>> {
+    let bad = |why: &str| Error::Invalid(format!("path {path:?}: {why}"));
+    let mut out = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("[\"") {
+            let end = after.find("\"]").ok_or_else(|| bad("unclosed [\"..\"]"))?;
+            out.push(Segment::Key(after[..end].to_owned()));
+            rest = &after[end + 2..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']').ok_or_else(|| bad("unclosed [..]"))?;
+            let i = after[..end]
+                .parse()
+                .map_err(|_| bad("an index must be a number"))?;
+            out.push(Segment::Index(i));
+            rest = &after[end + 1..];
+        } else {
+            let rest_field = rest.strip_prefix('.').unwrap_or(rest);
+            let end = rest_field.find(['.', '[']).unwrap_or(rest_field.len());
+            if end == 0 {
+                return Err(bad("empty field name"));
+            }
+            out.push(Segment::Key(rest_field[..end].to_owned()));
+            rest = &rest_field[end..];
+        }
+    }
+    if out.is_empty() {
+        return Err(bad("empty path"));
+    }
+    Ok(out)
+}
+
+/// The value at `path` inside `root`, creating maps on the way and `leaf` at the end
+/// when missing (or `null`).
+fn walk_to<'a>(root: &'a mut Value, path: &str, leaf: Value) -> Result<&'a mut Value> {
+    let segments = parse_path(path)?;
+    let last = segments.len() - 1;
+    let mut current = root;
+    for (n, segment) in segments.into_iter().enumerate() {
+        let fresh = if n == last {
+            leaf.clone()
+        } else {
+            Value::Object(Map::new())
+        };
+        current = match segment {
+            Segment::Key(k) => {
+                let map = current.as_object_mut().ok_or_else(|| {
+                    Error::Invalid(format!("path {path:?}: {k:?} is not in a map"))
+                })?;
+                let slot = map.entry(k).or_insert(Value::Null);
+                if slot.is_null() {
+                    *slot = fresh;
+                }
+                slot
+            }
+            Segment::Index(i) => current
+                .as_array_mut()
+                .and_then(|l| l.get_mut(i))
+                .ok_or_else(|| Error::Invalid(format!("path {path:?}: no element [{i}]")))?,
+        };
+    }
+    Ok(current)
+}
+
+/// `template` with `{i}` replaced by `i` in every string and map key.
+fn instantiate(template: &Value, i: usize) -> Value {
+    let text = |s: &str| s.replace("{i}", &i.to_string());
+    match template {
+        Value::String(s) => Value::String(text(s)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| instantiate(v, i)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (text(k), instantiate(v, i)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+impl Filler {
+    fn check(&self) -> Result<()> {
+        match (&self.item, &self.key, &self.value) {
+            (Some(_), None, None) | (None, Some(_), Some(_)) => Ok(()),
+            _ => Err(Error::Invalid(format!(
+                "{}: give either `item` (a list) or `key` and `value` (a map)",
+                self.path
+            ))),
+        }
+    }
+
+    /// The list or map this filler adds to (created when missing).
+    fn target<'a>(&self, root: &'a mut Value) -> Result<&'a mut Value> {
+        self.check()?;
+        let leaf = if self.item.is_some() {
+            Value::Array(Vec::new())
+        } else {
+            Value::Object(Map::new())
+        };
+        let target = walk_to(root, &self.path, leaf)?;
+        let fits = if self.item.is_some() {
+            target.is_array()
+        } else {
+            target.is_object()
+        };
+        if !fits {
+            return Err(Error::Invalid(format!(
+                "{}: holds {}, not a {}",
+                self.path,
+                target,
+                if self.item.is_some() { "list" } else { "map" }
+            )));
+        }
+        Ok(target)
+    }
+
+    /// Number of entries at the target.
+    fn len(&self, root: &mut Value) -> Result<usize> {
+        let t = self.target(root)?;
+        Ok(t.as_array()
+            .map(Vec::len)
+            .or_else(|| t.as_object().map(Map::len))
+            .unwrap_or(0))
+    }
+
+    /// Serialised size of generated entry `i` (a map entry counts its key and colon).
+    fn entry_bytes(&self, i: usize) -> Result<usize> {
+        let len = |v: &Value| {
+            serde_json::to_vec(v)
+                .map(|b| b.len())
+                .map_err(|e| Error::Invalid(e.to_string()))
+        };
+        match (&self.item, &self.key, &self.value) {
+            (Some(item), None, None) => len(&instantiate(item, i)),
+            (None, Some(key), Some(value)) => {
+                Ok(len(&Value::String(key.replace("{i}", &i.to_string())))?
+                    + 1
+                    + len(&instantiate(value, i))?)
+            }
+            _ => self.check().map(|()| 0),
+        }
+    }
+
+    /// Adds the generated entries `from..to`.
+    fn add(&self, root: &mut Value, from: usize, to: usize) -> Result<()> {
+        match (self.target(root)?, &self.item, &self.key, &self.value) {
+            (Value::Array(list), Some(item), _, _) => {
+                list.extend((from..to).map(|i| instantiate(item, i)));
+            }
+            (Value::Object(map), None, Some(key), Some(value)) => {
+                for i in from..to {
+                    let key = key.replace("{i}", &i.to_string());
+                    if map.insert(key.clone(), instantiate(value, i)).is_some() {
+                        return Err(Error::Invalid(format!(
+                            "{}: generated key {key:?} already exists",
+                            self.path
+                        )));
+                    }
+                }
+            }
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "{}: cannot add entries here",
+                    self.path
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fills the list or map of `filler` up to `entries` entries (existing ones included).
+fn fill_to(settings: &mut Value, filler: &Filler, entries: usize) -> Result<()> {
+    let have = filler.len(settings)?;
+    if have > entries {
+        return Err(Error::Invalid(format!(
+            "{}: already holds {have} entries, more than {entries}",
+            filler.path
+        )));
+    }
+    filler.add(settings, have, entries)
+}
+
+fn object_size(request: &Value) -> usize {
+    request
+        .get("object")
+        .map(|o| serde_json::to_vec(o).map(|b| b.len()).unwrap_or(0))
+        .unwrap_or(0)
+}
+
+/// Grows `request` until its object's serialisation reaches `grow.bytes`; returns the
+/// object's size and the number of items added to each place.
+fn grow_request(request: &mut Value, grow: &Grow) -> Result<(usize, usize)> {
+    if grow.at.is_empty() {
+        return Err(Error::Invalid("`grow.at` lists no place".into()));
+    }
+    let mut size = object_size(request);
+    let mut items = 0;
+    // Each step adds one entry to every place: its serialisation plus a separator (places
+    // outside `object`, such as `oldObject`, do not count).
+    if !grow.at.iter().any(|f| f.path.starts_with("object.")) {
+        return Err(Error::Invalid(
+            "`grow.at` needs a place under `object.`".into(),
+        ));
+    }
+    while size < grow.bytes {
+        for f in grow.at.iter().filter(|f| f.path.starts_with("object.")) {
+            size += f.entry_bytes(items)? + 1;
+        }
+        items += 1;
+    }
+    for f in &grow.at {
+        f.add(request, 0, items)?;
+    }
+    Ok((object_size(request), items))
 }
 
 /// The bench entries as inputs of a policy's native benchmark
-/// (`policy_core::bench::BenchInput`): `[{name, payload: {request, settings}, cluster}]`.
+/// (`policy_core::bench::BenchInput`): `[{name, payload: {request, settings}, cluster,
+/// iterations?}]`; generated inputs get few iterations.
 pub fn native_inputs(benches: &[BenchScenario]) -> Value {
     Value::Array(
         benches
@@ -92,11 +493,21 @@ pub fn native_inputs(benches: &[BenchScenario]) -> Value {
                     crate::cases::ClusterState::Replay(r) => r.objects(),
                     crate::cases::ClusterState::Objects(o) => o.objects().to_vec(),
                 };
-                serde_json::json!({
+                let mut input = serde_json::json!({
                     "name": b.name,
                     "payload": {"request": b.scenario.request, "settings": b.scenario.settings},
                     "cluster": cluster,
-                })
+                });
+                let iterations = match b.kind {
+                    BenchKind::Plain => None,
+                    BenchKind::Grown { .. } => Some(20),
+                    BenchKind::Scaled { entries, .. } if entries >= 1000 => Some(200),
+                    BenchKind::Scaled { .. } => Some(2000),
+                };
+                if let (Some(n), Some(map)) = (iterations, input.as_object_mut()) {
+                    map.insert("iterations".into(), Value::from(n));
+                }
+                input
             })
             .collect(),
     )
@@ -171,8 +582,28 @@ impl Default for BenchOptions {
     }
 }
 
+impl BenchOptions {
+    /// The options for a scenario of `kind`: generated inputs run fewer iterations and
+    /// spend at most 2 s per measurement, so that `make bench` stays short.
+    pub fn for_kind(&self, kind: &BenchKind) -> BenchOptions {
+        let (fresh, reused) = match kind {
+            BenchKind::Plain => return *self,
+            BenchKind::Grown { .. } => (15, 15),
+            BenchKind::Scaled { entries, .. } if *entries >= 1000 => (50, 100),
+            BenchKind::Scaled { .. } => (self.fresh_iterations, self.reused_iterations),
+        };
+        BenchOptions {
+            fresh_iterations: self.fresh_iterations.min(fresh),
+            reused_iterations: self.reused_iterations.min(reused),
+            budget: self.budget.min(Duration::from_secs(2)),
+        }
+    }
+}
+
 /// Benchmarks one scenario. Settings are validated first (an invalid
-/// configuration is an error, not a number).
+/// configuration is an error, not a number). The payload is serialised once, outside
+/// the timings: they cover instantiation, the guest's `validate` and the host's handling
+/// of its answer (a mutation's JSON Patch included).
 pub fn bench_scenario(
     host: &Host,
     bench: &BenchScenario,
@@ -191,6 +622,7 @@ pub fn bench_scenario(
         .request
         .as_ref()
         .ok_or_else(|| Error::Invalid(format!("bench `{}`: no request", bench.name)))?;
+    let payload = serialize_validate_payload(request, &s.settings)?;
     let callbacks = s.cluster.callbacks();
     let reset = || {
         if let Ok(mut cb) = callbacks.lock() {
@@ -199,11 +631,20 @@ pub fn bench_scenario(
     };
 
     // sanity run (also warms up caches)
-    let first = host.validate(request, &s.settings, callbacks.clone())?;
+    let first = host
+        .instantiate()?
+        .validate_serialized(request, &payload, callbacks.clone())?;
     if let Ok(cb) = callbacks.lock()
         && let Some(p) = cb.problems().first()
     {
         return Err(Error::Invalid(format!("bench `{}`: {p}", bench.name)));
+    }
+    if first.response.code() == Some(500) {
+        return Err(Error::Invalid(format!(
+            "bench `{}`: the policy failed: {}",
+            bench.name,
+            first.response.message().unwrap_or_default()
+        )));
     }
 
     let mut fresh = Vec::with_capacity(options.fresh_iterations);
@@ -212,7 +653,7 @@ pub fn bench_scenario(
         reset();
         let t = Instant::now();
         let instance = host.instantiate()?;
-        instance.validate(request, &s.settings, callbacks.clone())?;
+        instance.validate_serialized(request, &payload, callbacks.clone())?;
         fresh.push(t.elapsed());
         if started.elapsed() > options.budget {
             break;
@@ -221,13 +662,13 @@ pub fn bench_scenario(
 
     let instance = host.instantiate()?;
     reset();
-    instance.validate(request, &s.settings, callbacks.clone())?;
+    instance.validate_serialized(request, &payload, callbacks.clone())?;
     let mut reused = Vec::with_capacity(options.reused_iterations);
     let started = Instant::now();
     for _ in 0..options.reused_iterations {
         reset();
         let t = Instant::now();
-        instance.validate(request, &s.settings, callbacks.clone())?;
+        instance.validate_serialized(request, &payload, callbacks.clone())?;
         reused.push(t.elapsed());
         if started.elapsed() > options.budget {
             break;
@@ -240,6 +681,85 @@ pub fn bench_scenario(
         fresh: Stats::from_samples(fresh),
         reused: Stats::from_samples(reused),
     })
+}
+
+/// The verdict of one cost budget (SPEC 2.16).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetCheck {
+    /// Policy name.
+    pub policy: String,
+    /// What was measured (`1 MiB Pod of containers (1.00 MiB, 5461 items)`,
+    /// `allowed names ×10 / ×1000 / ×10000`).
+    pub scenario: String,
+    /// Fresh-instance medians in µs (one for a grown object; one per entry count for
+    /// scaled settings, in the order of the entries).
+    pub fresh_us: Vec<f64>,
+    /// The budget as text (`< 50 ms`, `×10000/×10 < 5`).
+    pub budget: String,
+    /// Measured value relative to the budget's limit (≥ 1 is over).
+    pub ratio: f64,
+    /// The measured quantity (ms for objects, the large/small ratio for settings).
+    pub measured: f64,
+}
+
+impl BudgetCheck {
+    /// Whether the budget is met.
+    pub fn ok(&self) -> bool {
+        self.ratio < 1.0
+    }
+}
+
+/// The budget checks of one policy's results: every grown scenario against
+/// [`GROW_BUDGET`], every group of scaled scenarios (largest over smallest entry count)
+/// against [`SCALE_BUDGET_RATIO`].
+pub fn budget_checks(policy: &str, results: &[(&BenchScenario, &BenchResult)]) -> Vec<BudgetCheck> {
+    let mut out = Vec::new();
+    let mut groups: Vec<(&str, Vec<(usize, f64)>)> = Vec::new();
+    for (b, r) in results {
+        match &b.kind {
+            BenchKind::Plain => {}
+            BenchKind::Grown { .. } => {
+                let limit = GROW_BUDGET.as_secs_f64() * 1e3;
+                let ms = r.fresh.median_us / 1e3;
+                out.push(BudgetCheck {
+                    policy: policy.to_owned(),
+                    scenario: b.name.clone(),
+                    fresh_us: vec![r.fresh.median_us],
+                    budget: format!("< {limit:.0} ms"),
+                    ratio: ms / limit,
+                    measured: ms,
+                });
+            }
+            BenchKind::Scaled { group, entries } => {
+                match groups.iter_mut().find(|(g, _)| *g == group.as_str()) {
+                    Some((_, v)) => v.push((*entries, r.fresh.median_us)),
+                    None => groups.push((group.as_str(), vec![(*entries, r.fresh.median_us)])),
+                }
+            }
+        }
+    }
+    for (group, points) in groups {
+        let small = points.iter().min_by_key(|(n, _)| *n);
+        let large = points.iter().max_by_key(|(n, _)| *n);
+        let (Some(&(n_small, t_small)), Some(&(n_large, t_large))) = (small, large) else {
+            continue;
+        };
+        let factor = if t_small > 0.0 {
+            t_large / t_small
+        } else {
+            f64::INFINITY
+        };
+        let names: Vec<String> = points.iter().map(|(n, _)| format!("×{n}")).collect();
+        out.push(BudgetCheck {
+            policy: policy.to_owned(),
+            scenario: format!("{group} {}", names.join(" / ")),
+            fresh_us: points.iter().map(|(_, t)| *t).collect(),
+            budget: format!("×{n_large}/×{n_small} < {SCALE_BUDGET_RATIO}"),
+            ratio: factor / SCALE_BUDGET_RATIO,
+            measured: factor,
+        });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -281,6 +801,189 @@ mod tests {
         std::fs::write(
             d.join("bench.yaml"),
             "- name: a\n  request: r.json\n  iterations: 3\n",
+        )
+        .unwrap();
+        assert!(load_bench_file(&d.join("bench.yaml")).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(
+            parse_path("a.b[2][\"x.y\"].c").unwrap(),
+            vec![
+                Segment::Key("a".into()),
+                Segment::Key("b".into()),
+                Segment::Index(2),
+                Segment::Key("x.y".into()),
+                Segment::Key("c".into()),
+            ]
+        );
+        assert!(parse_path("").is_err());
+        assert!(parse_path("a..b").is_err());
+        assert!(parse_path("a[x]").is_err());
+        assert!(parse_path("a[\"x").is_err());
+    }
+
+    #[test]
+    fn scale_fills_lists_and_maps_counting_existing_entries() {
+        let mut settings = serde_json::json!({"allowed": ["gold"], "r": [{"w": {}}]});
+        let list = Filler {
+            path: "allowed".into(),
+            item: Some(Value::from("c-{i}")),
+            key: None,
+            value: None,
+        };
+        fill_to(&mut settings, &list, 3).unwrap();
+        assert_eq!(
+            settings["allowed"],
+            serde_json::json!(["gold", "c-1", "c-2"])
+        );
+        let map = Filler {
+            path: "r[0].w[\"a.b\"]".into(),
+            item: None,
+            key: Some("k{i}".into()),
+            value: Some(serde_json::json!({"v": "{i}"})),
+        };
+        fill_to(&mut settings, &map, 2).unwrap();
+        assert_eq!(
+            settings["r"][0]["w"]["a.b"],
+            serde_json::json!({"k0": {"v": "0"}, "k1": {"v": "1"}})
+        );
+        assert!(
+            fill_to(&mut settings, &list, 2).is_err(),
+            "already 3 entries"
+        );
+        let wrong = Filler {
+            path: "allowed".into(),
+            item: None,
+            key: Some("k".into()),
+            value: Some(Value::Null),
+        };
+        assert!(
+            fill_to(&mut settings, &wrong, 5).is_err(),
+            "a list is not a map"
+        );
+    }
+
+    #[test]
+    fn grow_reaches_the_size_of_the_object_only() {
+        let mut request = serde_json::json!({"object": {"spec": {}}, "oldObject": {"spec": {}}});
+        let grow = Grow {
+            bytes: 10_000,
+            at: vec![
+                Filler {
+                    path: "object.spec.containers".into(),
+                    item: Some(serde_json::json!({"name": "c-{i}"})),
+                    key: None,
+                    value: None,
+                },
+                Filler {
+                    path: "oldObject.spec.nodeSelector".into(),
+                    item: None,
+                    key: Some("k-{i}".into()),
+                    value: Some(Value::from("v")),
+                },
+            ],
+        };
+        let (bytes, items) = grow_request(&mut request, &grow).unwrap();
+        assert_eq!(bytes, object_size(&request));
+        assert!((10_000..10_100).contains(&bytes), "{bytes}");
+        let containers = request["object"]["spec"]["containers"].as_array().unwrap();
+        assert_eq!(containers.len(), items);
+        assert_eq!(containers[7]["name"], "c-7");
+        let selector = request["oldObject"]["spec"]["nodeSelector"]
+            .as_object()
+            .unwrap();
+        assert_eq!(selector.len(), items);
+    }
+
+    #[test]
+    fn budgets() {
+        let stats = |us: f64| Stats {
+            iterations: 1,
+            median_us: us,
+            mean_us: us,
+        };
+        let scenario = |name: &str, kind: BenchKind| BenchScenario {
+            name: name.into(),
+            scenario: Scenario {
+                settings: Value::Null,
+                request: None,
+                cluster: crate::cases::ClusterState::None,
+            },
+            kind,
+        };
+        let result = |us: f64| BenchResult {
+            name: String::new(),
+            allowed: true,
+            fresh: stats(us),
+            reused: stats(us),
+        };
+        let grown = scenario("big", BenchKind::Grown { bytes: 1, items: 1 });
+        let plain = scenario("plain", BenchKind::Plain);
+        let scaled = |n| {
+            scenario(
+                "names",
+                BenchKind::Scaled {
+                    group: "names".into(),
+                    entries: n,
+                },
+            )
+        };
+        let (s10, s1k, s10k) = (scaled(10), scaled(1000), scaled(10_000));
+        let (r_big, r_plain, r10, r1k, r10k) = (
+            result(60_000.0),
+            result(1.0),
+            result(100.0),
+            result(150.0),
+            result(400.0),
+        );
+        let checks = budget_checks(
+            "p",
+            &[
+                (&grown, &r_big),
+                (&plain, &r_plain),
+                (&s10, &r10),
+                (&s1k, &r1k),
+                (&s10k, &r10k),
+            ],
+        );
+        assert_eq!(checks.len(), 2);
+        assert!(!checks[0].ok(), "60 ms is over 50 ms");
+        assert!((checks[0].measured - 60.0).abs() < 1e-9);
+        assert!(checks[1].ok(), "4× is under 5×");
+        assert!((checks[1].measured - 4.0).abs() < 1e-9);
+        assert_eq!(checks[1].fresh_us, vec![100.0, 150.0, 400.0]);
+        assert_eq!(checks[1].scenario, "names ×10 / ×1000 / ×10000");
+    }
+
+    #[test]
+    fn generated_entries_expand() {
+        let d = std::env::temp_dir().join(format!("testdrive-bench-gen-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("r.json"),
+            r#"{"uid":"1","operation":"CREATE","object":{"spec":{}}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("bench.yaml"),
+            "- name: big\n  request: r.json\n  grow: {bytes: 2000, at: [{path: object.spec.c, item: x}]}\n\
+             - name: names\n  settings: {allowed: [a]}\n  request: r.json\n  scale: {path: allowed, item: 'n-{i}', entries: [2, 5]}\n",
+        )
+        .unwrap();
+        let b = load_bench_file(&d.join("bench.yaml")).unwrap();
+        assert_eq!(b.len(), 3);
+        assert!(matches!(b[0].kind, BenchKind::Grown { .. }));
+        assert_eq!(b[1].name, "names ×2");
+        assert_eq!(
+            b[2].scenario.settings["allowed"].as_array().unwrap().len(),
+            5
+        );
+        std::fs::write(
+            d.join("bench.yaml"),
+            "- name: both\n  request: r.json\n  grow: {at: [{path: object.x, item: 1}]}\n  scale: {path: a, item: 1}\n",
         )
         .unwrap();
         assert!(load_bench_file(&d.join("bench.yaml")).is_err());

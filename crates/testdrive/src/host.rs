@@ -454,8 +454,18 @@ impl Instance {
         settings: &Value,
         callbacks: SharedCallbacks,
     ) -> Result<Evaluation> {
-        let payload = serde_json::to_vec(&validate_payload(request, settings))
-            .map_err(|e| Error::Invalid(format!("cannot serialize the request: {e}")))?;
+        let payload = serialize_validate_payload(request, settings)?;
+        self.validate_serialized(request, &payload, callbacks)
+    }
+
+    /// Like [`Instance::validate`] with the payload already serialised by
+    /// [`serialize_validate_payload`] from `request` (benchmarks serialise once).
+    pub fn validate_serialized(
+        &self,
+        request: &Value,
+        payload: &[u8],
+        callbacks: SharedCallbacks,
+    ) -> Result<Evaluation> {
         {
             let mut s = self
                 .state
@@ -464,7 +474,7 @@ impl Instance {
             s.callbacks = Some(callbacks);
             s.errors.clear();
         }
-        let reply = self.wapc.call("validate", &payload);
+        let reply = self.wapc.call("validate", payload);
         let host_call_errors = {
             let mut s = self
                 .state
@@ -507,6 +517,12 @@ impl Instance {
         evaluation.host_call_errors = host_call_errors;
         Ok(evaluation)
     }
+}
+
+/// The bytes of the `validate` payload the host sends for `request` and `settings`.
+pub fn serialize_validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
+    serde_json::to_vec(&validate_payload(request, settings))
+        .map_err(|e| Error::Invalid(format!("cannot serialize the request: {e}")))
 }
 
 /// Builds the AdmissionResponse from the guest's answer.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
-use testdrive::bench::{BenchOptions, bench_scenario, load_bench_file};
+use testdrive::bench::{BenchOptions, BudgetCheck, bench_scenario, budget_checks, load_bench_file};
 use testdrive::cases::{CheckOptions, ClusterState, check_policy, load_case_file};
 use testdrive::error::{Error, Result};
 use testdrive::request::load_request;
@@ -348,6 +348,7 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
         budget: std::time::Duration::from_secs_f64(a.budget_secs.max(0.1)),
     };
     let mut errors = 0;
+    let mut budgets: Vec<BudgetCheck> = Vec::new();
     if a.emit_payloads.is_none() {
         print_bench_header();
     }
@@ -382,34 +383,40 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
             let wasm_path = a.wasm_dir.join(testdrive::cases::wasm_file_name(&dir));
             let wasm = read(&wasm_path)?;
             let host = Host::load(&wasm, testdrive::cases::policy_metadata(&dir)?)?;
+            let mut results = Vec::new();
             for b in &benches {
-                match bench_scenario(&host, b, &options) {
-                    Ok(r) => println!(
-                        "{:<28} {:<32} {:>20} {:>8.1}ms {:>9} {:>22} {:>22}",
-                        policy,
-                        r.name,
-                        format!(
-                            "{} B ({:.1} KiB)",
-                            host.wasm_size(),
-                            host.wasm_size() as f64 / 1024.0
-                        ),
-                        host.compile_time().as_secs_f64() * 1e3,
-                        if r.allowed { "allowed" } else { "rejected" },
-                        format!(
-                            "{:.1} / {:.1} (n={})",
-                            r.fresh.median_us, r.fresh.mean_us, r.fresh.iterations
-                        ),
-                        format!(
-                            "{:.1} / {:.1} (n={})",
-                            r.reused.median_us, r.reused.mean_us, r.reused.iterations
-                        ),
-                    ),
+                match bench_scenario(&host, b, &options.for_kind(&b.kind)) {
+                    Ok(r) => {
+                        println!(
+                            "{:<28} {:<32} {:>20} {:>8.1}ms {:>9} {:>22} {:>22}",
+                            policy,
+                            r.name,
+                            format!(
+                                "{} B ({:.1} KiB)",
+                                host.wasm_size(),
+                                host.wasm_size() as f64 / 1024.0
+                            ),
+                            host.compile_time().as_secs_f64() * 1e3,
+                            if r.allowed { "allowed" } else { "rejected" },
+                            format!(
+                                "{:.1} / {:.1} (n={})",
+                                r.fresh.median_us, r.fresh.mean_us, r.fresh.iterations
+                            ),
+                            format!(
+                                "{:.1} / {:.1} (n={})",
+                                r.reused.median_us, r.reused.mean_us, r.reused.iterations
+                            ),
+                        );
+                        results.push((b, r));
+                    }
                     Err(e) => {
                         errors += 1;
                         println!("ERROR {policy} › {}: {e}", b.name);
                     }
                 }
             }
+            let pairs: Vec<_> = results.iter().map(|(b, r)| (*b, r)).collect();
+            budgets.extend(budget_checks(&policy, &pairs));
             Ok(())
         })();
         if let Err(e) = outcome {
@@ -417,11 +424,44 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
             println!("ERROR {policy}: {e}");
         }
     }
-    Ok(if errors == 0 {
+    if !budgets.is_empty() {
+        print_budgets(&budgets);
+    }
+    let over = budgets.iter().filter(|b| !b.ok()).count();
+    Ok(if errors == 0 && over == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The cost budgets of SPEC 2.16: one line per grown object and per scaled setting.
+fn print_budgets(budgets: &[BudgetCheck]) {
+    println!();
+    println!("== cost budgets (SPEC 2.16), fresh instance, median ==");
+    println!(
+        "{:<30} {:<58} {:>30} {:>18} {:>9} {:>5}",
+        "policy", "scenario", "µs fresh", "budget", "measured", ""
+    );
+    for b in budgets {
+        let times: Vec<String> = b.fresh_us.iter().map(|t| format!("{t:.1}")).collect();
+        let measured = if b.budget.starts_with('<') {
+            format!("{:.1} ms", b.measured)
+        } else {
+            format!("{:.2}×", b.measured)
+        };
+        println!(
+            "{:<30} {:<58} {:>30} {:>18} {:>9} {:>5}",
+            b.policy,
+            b.scenario,
+            times.join(" / "),
+            b.budget,
+            measured,
+            if b.ok() { "OK" } else { "OVER" }
+        );
+    }
+    let over = budgets.iter().filter(|b| !b.ok()).count();
+    println!("{} budgets OK, {over} OVER", budgets.len() - over);
 }
 
 fn annotate(a: AnnotateArgs) -> Result<ExitCode> {

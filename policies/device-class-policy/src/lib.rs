@@ -9,8 +9,8 @@ use policy_core::cluster::Lookups;
 use policy_core::json::At;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::settings::Raw;
 use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
-use serde_json::Value;
 
 pub use settings::Settings;
 
@@ -36,7 +36,7 @@ impl Policy for DeviceClassPolicy {
     const NAME: &'static str = "device-class-policy";
     type Settings = Settings;
 
-    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
         Settings::parse(raw)
     }
 
@@ -176,7 +176,7 @@ mod tests {
     use super::*;
     use policy_core::cluster::Objects;
     use policy_core::policy::{ValidationResponse, evaluate};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn run(version: &str, requests: Value) -> ValidationResponse {
         let payload = json!({

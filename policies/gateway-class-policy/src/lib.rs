@@ -6,6 +6,7 @@ use policy_core::cluster::Lookups;
 use policy_core::mutation::set;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::settings::Raw;
 use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
 use serde_json::{Value, json};
 
@@ -34,7 +35,7 @@ impl Policy for GatewayClassPolicy {
     const NAME: &'static str = "gateway-class-policy";
     type Settings = Settings;
 
-    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
         ClassPolicySettings::parse(raw)
     }
 

@@ -13,6 +13,7 @@ use policy_core::mutation::set;
 use policy_core::pod::PodView;
 use policy_core::policy::Policy;
 use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::settings::Raw;
 use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
 use serde_json::{Value, json};
@@ -26,7 +27,7 @@ impl Policy for NodeSelectorPolicy {
     const NAME: &'static str = "node-selector-policy";
     type Settings = Settings;
 
-    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
         Settings::parse(raw)
     }
 

@@ -4,9 +4,8 @@ use std::collections::BTreeMap;
 
 use policy_core::SettingsError;
 use policy_core::cluster::OnLookupError;
-use policy_core::settings::decode;
+use policy_core::settings::{Raw, decode};
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::labels::{is_label_key, is_label_value};
 
@@ -72,7 +71,7 @@ fn check_map(name: &str, map: &BTreeMap<String, String>) -> Result<(), SettingsE
 
 impl Settings {
     /// Decodes and validates raw settings.
-    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
         let raw: RawSettings = decode(raw)?;
         check_map("requiredNodeSelector", &raw.required_node_selector)?;
         check_map("defaultNodeSelector", &raw.default_node_selector)?;
@@ -119,7 +118,7 @@ impl Settings {
 mod tests {
     use super::*;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[rstest]
     #[case(json!({}), "nothing to enforce")]

@@ -12,6 +12,7 @@ use policy_core::mutation::{push, set};
 use policy_core::pod::{PodKind, PodView};
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::settings::Raw;
 use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
 use serde_json::{Value, json};
 
@@ -143,7 +144,7 @@ impl Policy for PersistentVolumeClaimPolicy {
     const NAME: &'static str = "persistent-volume-claim-policy";
     type Settings = Settings;
 
-    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
         Settings::parse(raw)
     }
 

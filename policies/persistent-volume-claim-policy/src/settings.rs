@@ -4,9 +4,8 @@
 use policy_core::SettingsError;
 use policy_core::class::{ClassAllowList, ClassAllowListSettings};
 use policy_core::cluster::OnLookupError;
-use policy_core::settings::decode;
+use policy_core::settings::{Raw, decode};
 use serde::Deserialize;
-use serde_json::Value;
 
 /// The default tenant label on Namespaces and PersistentVolumes.
 pub const DEFAULT_TENANT_LABEL: &str = "capsule.clastix.io/tenant";
@@ -54,7 +53,7 @@ pub struct Settings {
 
 impl Settings {
     /// Decodes and validates raw settings.
-    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
         let raw: RawSettings = decode(raw)?;
         if raw.storage_classes.is_none() && raw.volume_binding.is_none() {
             return Err(SettingsError::new(
@@ -62,7 +61,7 @@ impl Settings {
                 "at least one of storageClasses and volumeBinding is required",
             ));
         }
-        let storage_classes = match &raw.storage_classes {
+        let storage_classes = match raw.storage_classes {
             Some(s) => Some(ClassAllowList::build(s, true).map_err(|e| e.under("storageClasses"))?),
             None => None,
         };
@@ -98,7 +97,7 @@ impl Settings {
 mod tests {
     use super::*;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[rstest]
     #[case(json!({}), "at least one of storageClasses and volumeBinding is required")]

@@ -13,6 +13,7 @@ use policy_core::json::At;
 use policy_core::pod::{PodKind, PodView, pod_spec_changed};
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::settings::Raw;
 use policy_core::{FieldPath, Mode, PolicyError, SettingsError, Verdict};
 use serde_json::Value;
 
@@ -26,7 +27,7 @@ impl Policy for PodRestrictionPolicy {
     const NAME: &'static str = "pod-restriction-policy";
     type Settings = Settings;
 
-    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
         Settings::parse(raw)
     }
 

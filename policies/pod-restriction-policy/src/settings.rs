@@ -5,9 +5,9 @@ use policy_core::cluster::OnLookupError;
 use policy_core::matcher::OneOrMany;
 use policy_core::pod::PodKind;
 use policy_core::request::AdmissionRequest;
+use policy_core::settings::Raw;
 use policy_core::{Mode, SettingsError};
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::binding::{Binding, RawBinding};
 use crate::fields::{RawRestrictionSpec, RestrictionSpec};
@@ -82,7 +82,7 @@ pub struct Settings {
 
 impl Settings {
     /// Decodes and validates raw settings; refusals name the settings path.
-    pub fn parse(raw: &Value) -> Result<Settings, SettingsError> {
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Settings, SettingsError> {
         let raw: RawSettings = policy_core::settings::decode(raw)?;
         let Some(raw_restrictions) = raw.restrictions else {
             return Err(SettingsError::new(
@@ -204,7 +204,7 @@ impl Settings {
 mod tests {
     use super::*;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn parses_the_proposal_examples() {

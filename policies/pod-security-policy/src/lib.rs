@@ -14,8 +14,8 @@ use policy_core::pod::PodKind;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::principal::has_controller_owner;
 use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::settings::Raw;
 use policy_core::{Mode, PolicyError, SettingsError, Verdict};
-use serde_json::Value;
 
 use selection::Mutation;
 pub use settings::Settings;
@@ -27,7 +27,7 @@ impl Policy for PodSecurityPolicy {
     const NAME: &'static str = "pod-security-policy";
     type Settings = Settings;
 
-    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
         Settings::parse(raw)
     }
 
@@ -130,7 +130,7 @@ mod tests {
     use super::*;
     use policy_core::cluster::Objects;
     use policy_core::policy::{ValidationResponse, evaluate};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn run(request: Value, settings: Value, cluster: Vec<Value>) -> ValidationResponse {
         let payload =

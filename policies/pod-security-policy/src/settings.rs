@@ -5,10 +5,9 @@
 use policy_core::cluster::OnLookupError;
 use policy_core::principal::{Glob, Principals, PrincipalsSettings, ServiceAccountPattern};
 use policy_core::pss::Level;
-use policy_core::settings::decode;
+use policy_core::settings::{Raw, decode};
 use policy_core::{Mode, SettingsError};
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::spec::{PspSpec, RawSpec};
 
@@ -125,7 +124,7 @@ pub struct Settings {
 
 impl Settings {
     /// Decodes and validates raw settings.
-    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
         let raw: RawSettings = decode(raw)?;
         let raw_profiles = raw.profiles.unwrap_or_default();
         if raw_profiles.is_empty() {
@@ -198,7 +197,7 @@ impl Settings {
 mod tests {
     use super::*;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[rstest]
     #[case(json!({}), "profiles: at least one profile is required")]

@@ -8,9 +8,9 @@ use policy_core::pod::{PodKind, PodView, pod_spec_changed};
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::principal::has_controller_owner;
 use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::settings::Raw;
 use policy_core::toleration::{Operator, Toleration};
 use policy_core::{PolicyError, SettingsError, Verdict};
-use serde_json::Value;
 
 pub use settings::Settings;
 
@@ -21,7 +21,7 @@ impl Policy for PodTolerationPolicy {
     const NAME: &'static str = "pod-toleration-policy";
     type Settings = Settings;
 
-    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
         Settings::parse(raw)
     }
 
@@ -125,7 +125,7 @@ mod tests {
     use super::*;
     use policy_core::cluster::Objects;
     use policy_core::policy::{ValidationResponse, evaluate};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn run(object: Value, user: &str, groups: &[&str]) -> ValidationResponse {
         let payload = json!({

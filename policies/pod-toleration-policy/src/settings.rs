@@ -3,10 +3,9 @@
 
 use policy_core::SettingsError;
 use policy_core::principal::{Principals, PrincipalsSettings};
-use policy_core::settings::{decode, no_duplicates};
+use policy_core::settings::{Raw, decode, no_duplicates};
 use policy_core::toleration::Taint;
 use serde::Deserialize;
-use serde_json::Value;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -64,7 +63,7 @@ pub struct Settings {
 
 impl Settings {
     /// Decodes and validates raw settings.
-    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
         let raw: RawSettings = decode(raw)?;
         let legacy =
             raw.taint.is_some() || raw.allowed_users.is_some() || raw.allowed_groups.is_some();
@@ -145,7 +144,7 @@ fn protected_taint(p: &RawProtectedTaint) -> Result<ProtectedTaint, SettingsErro
 mod tests {
     use super::*;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn legacy_form_is_one_taint_without_effect() {

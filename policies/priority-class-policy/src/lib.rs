@@ -9,6 +9,7 @@ use policy_core::cluster::Lookups;
 use policy_core::mutation::set;
 use policy_core::policy::Policy;
 use policy_core::request::AdmissionRequest;
+use policy_core::settings::Raw;
 use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{PolicyError, SettingsError, Verdict};
 use serde_json::{Value, json};
@@ -34,7 +35,7 @@ impl Policy for PriorityClassPolicy {
     const NAME: &'static str = "priority-class-policy";
     type Settings = Settings;
 
-    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
         Settings::parse(raw)
     }
 

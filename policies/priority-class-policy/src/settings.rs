@@ -4,9 +4,8 @@
 use policy_core::SettingsError;
 use policy_core::class::{ClassAllowList, missing_class_fields};
 use policy_core::cluster::OnLookupError;
-use policy_core::settings::decode;
+use policy_core::settings::{Raw, decode};
 use serde::Deserialize;
-use serde_json::Value;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -28,7 +27,7 @@ pub struct Settings {
 
 impl Settings {
     /// Decodes and validates raw settings.
-    pub fn parse(raw: &Value) -> Result<Self, SettingsError> {
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
         let (classes, rest) = ClassAllowList::from_top_level(raw, true)?;
         let rest: RawRest = decode(&rest)?;
         let classes = classes.ok_or_else(missing_class_fields)?;
@@ -44,7 +43,7 @@ impl Settings {
 mod tests {
     use super::*;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[rstest]
     #[case(json!({}), "at least one of allowed, allowedRegex, selector or default is required")]

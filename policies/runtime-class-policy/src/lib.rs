@@ -9,6 +9,7 @@ use policy_core::mutation::{push, set};
 use policy_core::policy::Policy;
 use policy_core::quantity::Quantity;
 use policy_core::request::AdmissionRequest;
+use policy_core::settings::Raw;
 use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
 use serde_json::{Map, Value, json};
@@ -27,7 +28,7 @@ impl Policy for RuntimeClassPolicy {
     const NAME: &'static str = "runtime-class-policy";
     type Settings = Settings;
 
-    fn settings(raw: &Value) -> Result<Settings, SettingsError> {
+    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
         ClassPolicySettings::parse(raw)
     }
 

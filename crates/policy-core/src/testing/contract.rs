@@ -157,7 +157,9 @@ pub fn check_payload<P: Policy>(data: &[u8]) -> Result<(), String> {
             return Ok(());
         }
     };
-    let settings_valid = validate_settings::<P>(payload.settings.to_string().as_bytes()).valid;
+    let settings_text = payload.settings.map_or("null", |raw| raw.get());
+    let settings: Value = serde_json::from_str(settings_text).unwrap_or(Value::Null);
+    let settings_valid = validate_settings::<P>(settings_text.as_bytes()).valid;
     if !settings_valid {
         return match [&plain, &failed].into_iter().find(|r| r.accepted) {
             Some(r) => Err(format!(
@@ -172,7 +174,7 @@ pub fn check_payload<P: Policy>(data: &[u8]) -> Result<(), String> {
     let delete = payload.request.operation == Operation::Delete;
     check_host_contract(&plain, delete, true)?;
     if failing.attempted() {
-        check_fails_closed(&failed, accepts_lookup_errors(&payload.settings))
+        check_fails_closed(&failed, accepts_lookup_errors(&settings))
     } else if describe(&plain) != describe(&failed) {
         Err(format!(
             "no lookup was made, yet the answers differ: {} vs {}",
