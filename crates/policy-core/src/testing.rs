@@ -34,6 +34,7 @@ pub mod generate;
 /// Re-exported so that policy crates need no proptest dependency of their own.
 pub use proptest;
 
+use proptest::prelude::{Just, prop_oneof};
 use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
@@ -216,23 +217,32 @@ pub fn arbitrary_requests_are_judged<P: Policy>(config: &Robustness) {
 
 /// Property b: against a cluster whose every lookup fails, a request that attempted a
 /// lookup is rejected with 500 (`onLookupError: reject`, the default) — never accepted —
-/// and only declared kinds are read. At least one generated request must make a lookup
-/// when the policy declares reads (else the property would be vacuous).
+/// or, under `onLookupError: accept`, reports the skipped check in a warning; only declared
+/// kinds are read. Settings are the representative ones or valid random edits of them. At
+/// least one generated request must make a lookup when the policy declares reads (else the
+/// property would be vacuous).
 pub fn failed_lookups_never_fail_open<P: Policy>(config: &Robustness) {
     let attempted = std::cell::Cell::new(0u32);
+    let settings = prop_oneof![
+        3 => Just(config.settings.clone()),
+        2 => generate::arb_settings(config),
+    ];
     run(
         config,
         "failed lookups never fail open",
-        generate::arb_request(config),
-        |request| {
-            let payload = payload(&request, &config.settings);
+        (settings, generate::arb_request(config)),
+        |(settings, request)| {
+            if !validate_settings::<P>(settings.to_string().as_bytes()).valid {
+                return Ok(());
+            }
+            let payload = payload(&request, &settings);
             let mut cluster = FailingCluster::default();
             let r = evaluate::<P>(&payload, &mut cluster);
             contract::check_reads(cluster.reads(), config.reads)
                 .map_err(|e| reproducer(e, &payload))?;
             if cluster.attempted() {
                 attempted.set(attempted.get() + 1);
-                check_fails_closed(&r, contract::accepts_lookup_errors(&config.settings))
+                check_fails_closed(&r, contract::accepts_lookup_errors(&settings))
                     .map_err(|e| reproducer(e, &payload))?;
             }
             Ok(())

@@ -98,7 +98,7 @@ policy_core::export_policy!(GatewayClassPolicy);
 policy_core::robustness_tests!(
     GatewayClassPolicy,
     policy_core::testing::Robustness {
-        settings: serde_json::json!({"selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"}),
+        settings: serde_json::json!({"allowed": ["internal"], "allowedRegex": "customer-.*", "selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"}),
         kinds: &[
             ("gateway.networking.k8s.io", "v1", "Gateway"),
             ("gateway.networking.k8s.io", "v1beta1", "Gateway")

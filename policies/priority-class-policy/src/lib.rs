@@ -176,7 +176,7 @@ policy_core::export_policy!(PriorityClassPolicy);
 policy_core::robustness_tests!(
     PriorityClassPolicy,
     policy_core::testing::Robustness {
-        settings: serde_json::json!({"selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"}),
+        settings: serde_json::json!({"allowed": ["silver"], "allowedRegex": "plat.*", "selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"}),
         strings: &[
             "gold",
             "platinum",

@@ -201,7 +201,7 @@ policy_core::export_policy!(RuntimeClassPolicy);
 policy_core::robustness_tests!(
     RuntimeClassPolicy,
     policy_core::testing::Robustness {
-        settings: serde_json::json!({"selector": {"matchLabels": {"sandbox": "true"}}, "default": "gvisor"}),
+        settings: serde_json::json!({"allowed": ["runc"], "allowedRegex": "kata-.*", "selector": {"matchLabels": {"sandbox": "true"}}, "default": "gvisor"}),
         strings: &[
             "gvisor",
             "runc",

@@ -232,7 +232,7 @@ fn arb_edits(keys: Vec<String>, strings: Vec<String>, max: usize) -> BoxedStrate
         2 => (proptest::sample::select(keys), value).prop_map(|(k, v)| Action::Insert(k, v)),
     ];
     // Paths start below the top: replacing the whole document is arbitrary JSON's job.
-    let edit = (prop::collection::vec(any::<Index>(), 2..12), action)
+    let edit = (prop::collection::vec(any::<Index>(), 1..12), action)
         .prop_map(|(path, action)| Edit { path, action });
     prop::collection::vec(edit, 0..=max).boxed()
 }
