@@ -136,6 +136,51 @@ impl<'a> At<'a> {
     }
 }
 
+/// A text that is equal for equal JSON values (object keys in sorted order, whatever their
+/// order in the document), to test deep equality with a hash set instead of comparing every
+/// pair of values.
+///
+/// ```
+/// use policy_core::json::canonical_text;
+/// use serde_json::json;
+/// assert_eq!(canonical_text(&json!({"b": 1, "a": [true, null]})), canonical_text(&json!({"a": [true, null], "b": 1})));
+/// assert_ne!(canonical_text(&json!({"a": "1"})), canonical_text(&json!({"a": 1})));
+/// ```
+pub fn canonical_text(value: &Value) -> String {
+    fn write(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (i, (k, v)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(v, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(v, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +211,29 @@ mod tests {
         assert_eq!(err.to_string(), "spec.containers: expected a list");
         let v = json!("text");
         assert!(At::new(&v, FieldPath::root("spec")).get("a").is_err());
+    }
+
+    #[test]
+    fn canonical_text_is_deep_equality() {
+        let a = json!({"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"});
+        let b = json!({"effect": "NoSchedule", "value": "v", "operator": "Equal", "key": "k"});
+        assert_eq!(a, b);
+        assert_eq!(canonical_text(&a), canonical_text(&b));
+        let pairs = [
+            (
+                json!({"a": {"x": 1, "y": [1, {"q": 2, "p": 3}]}}),
+                json!({"a": {"y": [1, {"p": 3, "q": 2}], "x": 1}}),
+                true,
+            ),
+            (json!([1, 2]), json!([2, 1]), false),
+            (json!({"a": null}), json!({}), false),
+            (json!({"a\"b": 1}), json!({"a": "b\": 1"}), false),
+            (json!(1), json!(1.0), false),
+        ];
+        for (x, y, equal) in pairs {
+            assert_eq!(x == y, equal, "{x} {y}");
+            assert_eq!(canonical_text(&x) == canonical_text(&y), equal, "{x} {y}");
+        }
     }
 
     #[test]

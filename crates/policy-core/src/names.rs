@@ -96,6 +96,19 @@ impl NameList {
             .find(self, value)
     }
 
+    /// The indices of every entry equal to `value`, in order.
+    pub fn positions(&self, value: &str) -> Vec<usize> {
+        let Some(first) = self.position(value) else {
+            return Vec::new();
+        };
+        match self.index.get() {
+            Some(index) => index.chain(first),
+            None => (first..self.len())
+                .filter(|&i| self.get(i) == Some(value))
+                .collect(),
+        }
+    }
+
     /// The index of the first entry equal to an earlier one (one pass with a hash index).
     pub fn first_duplicate(&self) -> Option<usize> {
         let mut index = Index::with_capacity(self.len());
@@ -107,6 +120,8 @@ impl NameList {
 /// entries' text. Collisions only cost comparisons: every hit is confirmed on the text.
 struct Index {
     slots: Vec<u32>,
+    /// For each entry, the next equal entry (`j + 1`; 0 when none), in list order.
+    next: Vec<u32>,
 }
 
 impl Index {
@@ -114,15 +129,47 @@ impl Index {
         let size = (n.max(4) * 2).next_power_of_two();
         Index {
             slots: vec![0; size],
+            next: Vec::new(),
         }
     }
 
     fn build(list: &NameList) -> Self {
-        let mut index = Index::with_capacity(list.len());
-        for i in 0..list.len() {
-            index.insert(list, i);
+        let n = list.len();
+        let mut index = Index::with_capacity(n);
+        index.next = vec![0; n];
+        // The last entry of each chain of equal entries, by its first entry.
+        let mut tails: Vec<u32> = vec![0; n];
+        for i in 0..n {
+            if index.insert(list, i) {
+                continue;
+            }
+            let value = list.get(i).unwrap_or_default();
+            if let Some(head) = index.find(list, value) {
+                let tail = tails.get(head).copied().unwrap_or(0);
+                let last = if tail == 0 { head } else { tail as usize - 1 };
+                if let Some(slot) = index.next.get_mut(last) {
+                    *slot = u32::try_from(i + 1).unwrap_or(0);
+                }
+                if let Some(t) = tails.get_mut(head) {
+                    *t = u32::try_from(i + 1).unwrap_or(0);
+                }
+            }
         }
         index
+    }
+
+    /// Entry `first` and the entries equal to it after it.
+    fn chain(&self, first: usize) -> Vec<usize> {
+        let mut out = vec![first];
+        let mut at = first;
+        while let Some(&next) = self.next.get(at) {
+            if next == 0 {
+                break;
+            }
+            at = next as usize - 1;
+            out.push(at);
+        }
+        out
     }
 
     fn mask(&self) -> usize {
@@ -319,6 +366,18 @@ mod tests {
     }
 
     #[test]
+    fn positions_of_equal_entries_in_order() {
+        let list = NameList::from(["k", "a", "k", "b", "k", "a"]);
+        for _ in 0..=LINEAR_LOOKUPS + 1 {
+            assert_eq!(list.positions("k"), [0, 2, 4]);
+            assert_eq!(list.positions("a"), [1, 5]);
+            assert_eq!(list.positions("b"), [3]);
+            assert!(list.positions("z").is_empty());
+        }
+        assert!(list.index.get().is_some());
+    }
+
+    #[test]
     fn pushing_after_an_index_rebuilds_it() {
         let mut list = NameList::from(["a"]);
         for _ in 0..=LINEAR_LOOKUPS {
@@ -338,6 +397,8 @@ mod tests {
             prop_assert_eq!(list.len(), entries.len());
             for p in &probes {
                 prop_assert_eq!(list.position(p), entries.iter().position(|e| e == p));
+                let all: Vec<usize> = (0..entries.len()).filter(|&i| &entries[i] == p).collect();
+                prop_assert_eq!(list.positions(p), all);
             }
             let dup = entries.iter().enumerate().find(|(i, e)| entries[..*i].contains(e)).map(|(i, _)| i);
             prop_assert_eq!(list.first_duplicate(), dup);

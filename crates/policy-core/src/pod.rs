@@ -1,6 +1,8 @@
 //! Pod-bearing resources and their containers (SPEC 2.2): where the pod spec and pod
 //! metadata live in each kind, and the container lists of a pod spec.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::error::PolicyError;
@@ -188,21 +190,66 @@ pub struct Container<'a> {
     pub node: At<'a>,
 }
 
+/// The volume mounts of a pod spec's containers grouped by volume name, read in one pass:
+/// "which mounts use volume `v`" is then a lookup, not a scan of every container for every
+/// volume.
+#[derive(Debug, Default)]
+pub struct MountIndex<'a> {
+    by_name: HashMap<&'a str, Vec<At<'a>>>,
+}
+
+impl<'a> MountIndex<'a> {
+    /// Reads every `volumeMounts` entry of `containers` (in container, then mount order); a
+    /// mount or name of the wrong type is malformed.
+    pub fn build(containers: &[Container<'a>]) -> Result<Self, PolicyError> {
+        let mut by_name: HashMap<&'a str, Vec<At<'a>>> = HashMap::new();
+        for c in containers {
+            for m in c.node.get_list("volumeMounts")? {
+                let name = m.get_str("name")?.unwrap_or("");
+                by_name.entry(name).or_default().push(m);
+            }
+        }
+        Ok(MountIndex { by_name })
+    }
+
+    /// The mounts of volume `name`, in container then mount order.
+    pub fn by_name(&self, name: &str) -> &[At<'a>] {
+        self.by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// A [`MountIndex`] built on first use (most requests never need one).
+#[derive(Debug, Default)]
+pub struct LazyMounts<'a> {
+    index: Option<MountIndex<'a>>,
+}
+
+impl<'a> LazyMounts<'a> {
+    /// The index of `containers`' mounts, built the first time.
+    pub fn get(&mut self, containers: &[Container<'a>]) -> Result<&MountIndex<'a>, PolicyError> {
+        if self.index.is_none() {
+            self.index = Some(MountIndex::build(containers)?);
+        }
+        Ok(self.index.get_or_insert_with(MountIndex::default))
+    }
+}
+
 /// Whether the pod spec (Pods) or pod template (workloads) differs between `old` and `new`.
 /// A missing template on either side counts as changed when the other has one.
 pub fn pod_spec_changed(old: &Value, new: &Value, kind: PodKind) -> bool {
-    let pick = |v: &'_ Value| -> Option<Value> {
+    // Compared in place: no copy of either (possibly large) spec.
+    fn pick(v: &Value, kind: PodKind) -> Option<&Value> {
         let mut cur = v;
         for seg in kind.template_path() {
             cur = cur.get(seg)?;
         }
         if kind.is_template() {
-            Some(cur.clone())
+            Some(cur)
         } else {
-            cur.get("spec").cloned()
+            cur.get("spec")
         }
-    };
-    pick(old) != pick(new)
+    }
+    pick(old, kind) != pick(new, kind)
 }
 
 #[cfg(test)]
@@ -284,6 +331,44 @@ mod tests {
         assert_eq!(
             view.containers().unwrap_err().to_string(),
             "spec.containers[0]: expected an object"
+        );
+    }
+
+    #[test]
+    fn mounts_by_volume_name_in_order() {
+        let obj = json!({"spec": {
+            "initContainers": [{"name": "i", "volumeMounts": [{"name": "a", "mountPath": "/i"}]}],
+            "containers": [
+                {"name": "c", "volumeMounts": [{"name": "b", "mountPath": "/b"}, {"name": "a", "mountPath": "/a"}]},
+                {"name": "d"}
+            ]
+        }});
+        let view = PodView::read(&obj, PodKind::Pod).unwrap().unwrap();
+        let containers = view.containers().unwrap();
+        let mut lazy = LazyMounts::default();
+        let index = lazy.get(&containers).unwrap();
+        let paths = |n: &str| -> Vec<String> {
+            index
+                .by_name(n)
+                .iter()
+                .map(|m| m.path.to_string())
+                .collect()
+        };
+        assert_eq!(
+            paths("a"),
+            [
+                "spec.initContainers[0].volumeMounts[0]",
+                "spec.containers[0].volumeMounts[1]"
+            ]
+        );
+        assert_eq!(paths("b"), ["spec.containers[0].volumeMounts[0]"]);
+        assert!(paths("z").is_empty());
+        let bad = json!({"spec": {"containers": [{"volumeMounts": [{"name": 1}]}]}});
+        let view = PodView::read(&bad, PodKind::Pod).unwrap().unwrap();
+        let containers = view.containers().unwrap();
+        assert_eq!(
+            MountIndex::build(&containers).unwrap_err().to_string(),
+            "spec.containers[0].volumeMounts[0].name: expected a string"
         );
     }
 

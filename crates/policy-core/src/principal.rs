@@ -3,6 +3,7 @@
 use serde::Deserialize;
 
 use crate::error::SettingsError;
+use crate::names::NameList;
 use crate::request::UserInfo;
 
 /// A whole-string, case-sensitive glob: `*` is any run (possibly empty), `?` one character.
@@ -15,6 +16,7 @@ use crate::request::UserInfo;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Glob {
+    /// The characters of a glob with wildcards (empty for a literal glob).
     pattern: Vec<char>,
     literal: bool,
     text: String,
@@ -23,11 +25,21 @@ pub struct Glob {
 impl Glob {
     /// Builds a glob from its text.
     pub fn new(pattern: &str) -> Self {
+        let literal = !pattern.contains(['*', '?']);
         Glob {
-            pattern: pattern.chars().collect(),
-            literal: !pattern.contains(['*', '?']),
+            pattern: if literal {
+                Vec::new()
+            } else {
+                pattern.chars().collect()
+            },
+            literal,
             text: pattern.to_owned(),
         }
+    }
+
+    /// Whether the glob has no wildcard (it matches only its own text).
+    pub fn is_literal(&self) -> bool {
+        self.literal
     }
 
     /// The glob as written.
@@ -37,7 +49,7 @@ impl Glob {
 
     /// Whether the glob is made only of wildcards (`*`, `?`), i.e. matches almost anything.
     pub fn is_only_wildcards(&self) -> bool {
-        !self.pattern.is_empty() && self.pattern.iter().all(|c| *c == '*' || *c == '?')
+        !self.literal && self.pattern.iter().all(|c| *c == '*' || *c == '?')
     }
 
     /// Whether the whole of `s` matches.
@@ -74,6 +86,63 @@ impl Glob {
             .unwrap_or_default()
             .iter()
             .all(|c| *c == '*')
+    }
+}
+
+/// Globs from settings (usernames, groups, namespaces), matched without trying every entry:
+/// a value equal to an entry matches it (every glob matches its own text), which a
+/// [`NameList`] answers; only the entries with wildcards are tried one by one.
+///
+/// ```
+/// use policy_core::principal::GlobSet;
+/// let set = GlobSet::new(["alice", "tenant-*", "b?b"].into());
+/// assert!(set.matches("alice") && set.matches("tenant-a") && set.matches("bob"));
+/// assert!(!set.matches("mallory"));
+/// assert_eq!(set.iter().collect::<Vec<_>>(), ["alice", "tenant-*", "b?b"]);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GlobSet {
+    all: NameList,
+    wildcards: Vec<Glob>,
+}
+
+impl GlobSet {
+    /// The globs of `entries` (in settings order).
+    pub fn new(entries: NameList) -> Self {
+        let wildcards = entries
+            .iter()
+            .filter(|e| e.contains(['*', '?']))
+            .map(Glob::new)
+            .collect();
+        GlobSet {
+            all: entries,
+            wildcards,
+        }
+    }
+
+    /// Whether a glob matches the whole of `value`.
+    pub fn matches(&self, value: &str) -> bool {
+        self.all.contains(value) || self.wildcards.iter().any(|g| g.matches(value))
+    }
+
+    /// Whether a glob matches one of `values`.
+    pub fn matches_any<'v>(&self, values: impl IntoIterator<Item = &'v str>) -> bool {
+        !self.is_empty() && values.into_iter().any(|v| self.matches(v))
+    }
+
+    /// Whether there is no glob.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// The globs as written, in settings order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        self.all.iter()
+    }
+
+    /// The index of the first empty glob, if any.
+    pub fn first_empty(&self) -> Option<usize> {
+        self.all.iter().position(str::is_empty)
     }
 }
 
@@ -130,30 +199,30 @@ impl ServiceAccountPattern {
 pub struct PrincipalsSettings {
     /// Username globs.
     #[serde(default)]
-    pub users: Vec<String>,
+    pub users: NameList,
     /// Group globs.
     #[serde(default)]
-    pub groups: Vec<String>,
+    pub groups: NameList,
     /// Service-account patterns `ns:name`.
     #[serde(default)]
-    pub service_accounts: Vec<String>,
+    pub service_accounts: NameList,
 }
 
 /// Validated principals.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Principals {
-    users: Vec<Glob>,
-    groups: Vec<Glob>,
+    users: GlobSet,
+    groups: GlobSet,
     service_accounts: Vec<ServiceAccountPattern>,
 }
 
 impl Principals {
     /// Validates principals; errors name `users[i]`, `serviceAccounts[i]`, ...
-    pub fn build(raw: &PrincipalsSettings) -> Result<Self, SettingsError> {
+    pub fn build(raw: PrincipalsSettings) -> Result<Self, SettingsError> {
         Self::from_parts(
             ["users", "groups", "serviceAccounts"],
-            &raw.users,
-            &raw.groups,
+            raw.users,
+            raw.groups,
             &raw.service_accounts,
         )
     }
@@ -162,20 +231,19 @@ impl Principals {
     /// (users, groups, service accounts), used in error paths.
     pub fn from_parts(
         fields: [&str; 3],
-        users: &[String],
-        groups: &[String],
-        service_accounts: &[String],
+        users: NameList,
+        groups: NameList,
+        service_accounts: &NameList,
     ) -> Result<Self, SettingsError> {
-        let check_empty = |field: &str, v: &[String]| {
-            v.iter().position(String::is_empty).map_or(Ok(()), |i| {
-                Err(SettingsError::new(
+        let (users, groups) = (GlobSet::new(users), GlobSet::new(groups));
+        for (field, set) in [(fields[0], &users), (fields[1], &groups)] {
+            if let Some(i) = set.first_empty() {
+                return Err(SettingsError::new(
                     format!("{field}[{i}]"),
                     "must not be empty",
-                ))
-            })
-        };
-        check_empty(fields[0], users)?;
-        check_empty(fields[1], groups)?;
+                ));
+            }
+        }
         let service_accounts = service_accounts
             .iter()
             .enumerate()
@@ -185,8 +253,8 @@ impl Principals {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Principals {
-            users: users.iter().map(|u| Glob::new(u)).collect(),
-            groups: groups.iter().map(|g| Glob::new(g)).collect(),
+            users,
+            groups,
             service_accounts,
         })
     }
@@ -203,8 +271,8 @@ impl Principals {
             "cronjob-controller",
         ];
         Principals {
-            users: vec![Glob::new("system:kube-controller-manager")],
-            groups: Vec::new(),
+            users: GlobSet::new(["system:kube-controller-manager"].into()),
+            groups: GlobSet::default(),
             service_accounts: sas
                 .iter()
                 .map(|n| ServiceAccountPattern {
@@ -223,13 +291,12 @@ impl Principals {
     /// Whether the requester matches a user glob, one of its groups matches a group glob, or
     /// it is a service account matching a pattern.
     pub fn matches(&self, user: &UserInfo) -> bool {
-        if self.users.iter().any(|g| g.matches(&user.username)) {
+        if self.users.matches(&user.username) {
             return true;
         }
         if self
             .groups
-            .iter()
-            .any(|g| user.groups.iter().any(|ug| g.matches(ug)))
+            .matches_any(user.groups.iter().map(String::as_str))
         {
             return true;
         }
@@ -244,16 +311,10 @@ impl Principals {
         let mut parts = Vec::new();
         let list = |v: Vec<&str>| v.join(", ");
         if !self.users.is_empty() {
-            parts.push(format!(
-                "users [{}]",
-                list(self.users.iter().map(Glob::as_str).collect())
-            ));
+            parts.push(format!("users [{}]", list(self.users.iter().collect())));
         }
         if !self.groups.is_empty() {
-            parts.push(format!(
-                "groups [{}]",
-                list(self.groups.iter().map(Glob::as_str).collect())
-            ));
+            parts.push(format!("groups [{}]", list(self.groups.iter().collect())));
         }
         if !self.service_accounts.is_empty() {
             let sas: Vec<String> = self.service_accounts.iter().map(|s| s.describe()).collect();
@@ -334,11 +395,12 @@ mod tests {
     fn principals_match_users_groups_and_service_accounts() {
         let p = Principals::from_parts(
             ["users", "groups", "serviceAccounts"],
-            &["joe".into()],
-            &["tenantA-*".into()],
-            &["tenant-a-*:deployer".into()],
+            ["joe"].into(),
+            ["tenantA-*", "ops"].into(),
+            &["tenant-a-*:deployer"].into(),
         )
         .unwrap();
+        assert!(p.matches(&user("bob", &["x", "ops"])));
         assert!(p.matches(&user("joe", &[])));
         assert!(p.matches(&user("bob", &["tenantA-users"])));
         assert!(p.matches(&user("system:serviceaccount:tenant-a-dev:deployer", &[])));
@@ -348,10 +410,13 @@ mod tests {
 
     #[test]
     fn settings_errors_name_the_entry() {
-        let err = Principals::from_parts(F, &[], &[], &["ok:a".into(), "*:b".into()]).unwrap_err();
+        let none = NameList::new;
+        let err = Principals::from_parts(F, none(), none(), &["ok:a", "*:b"].into()).unwrap_err();
         assert!(err.to_string().starts_with("serviceAccounts[1]: "), "{err}");
-        let err = Principals::from_parts(F, &["".into()], &[], &[]).unwrap_err();
-        assert_eq!(err.to_string(), "users[0]: must not be empty");
+        let err = Principals::from_parts(F, ["a", ""].into(), none(), &none()).unwrap_err();
+        assert_eq!(err.to_string(), "users[1]: must not be empty");
+        let err = Principals::from_parts(F, none(), [""].into(), &none()).unwrap_err();
+        assert_eq!(err.to_string(), "groups[0]: must not be empty");
     }
 
     #[test]
@@ -377,6 +442,22 @@ mod tests {
     }
 
     proptest! {
+        /// A glob set answers as trying every glob in turn would.
+        #[test]
+        fn glob_set_agrees_with_every_glob(
+            globs in proptest::collection::vec("[ab*?]{0,3}", 0..8),
+            probes in proptest::collection::vec("[ab]{0,3}|[ab*?]{0,3}", 1..10),
+        ) {
+            let set = GlobSet::new(globs.clone().into());
+            for p in &probes {
+                prop_assert_eq!(set.matches(p), globs.iter().any(|g| Glob::new(g).matches(p)), "{}", p);
+            }
+            prop_assert_eq!(
+                set.matches_any(probes.iter().map(String::as_str)),
+                probes.iter().any(|p| globs.iter().any(|g| Glob::new(g).matches(p)))
+            );
+        }
+
         #[test]
         fn literal_glob_is_equality(a in "[a-z:/-]{0,8}", b in "[a-z:/-]{0,8}") {
             prop_assert_eq!(Glob::new(&a).matches(&b), a == b);

@@ -230,14 +230,19 @@ fn pod_update(
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
     let old = request.old_object()?;
+    // The old pairs are looked up in the old object's map: one pass over each selector.
     let old_selector = match old.get_object("spec")? {
-        Some(spec) => spec.get_string_map("nodeSelector")?,
-        None => Vec::new(),
+        Some(spec) => {
+            spec.get_string_map("nodeSelector")?;
+            spec.get_object("nodeSelector")?
+                .and_then(|m| m.value.as_object())
+        }
+        None => None,
     };
     let new_selector = pod.spec.get_string_map("nodeSelector")?;
     let changed: Vec<(&str, &str)> = new_selector
         .into_iter()
-        .filter(|(k, v)| !old_selector.iter().any(|(ok, ov)| ok == k && ov == v))
+        .filter(|(k, v)| old_selector.and_then(|m| m.get(*k)).and_then(Value::as_str) != Some(*v))
         .collect();
     required_conflicts(pod, &changed, settings, verdict);
     Ok(())
@@ -344,5 +349,46 @@ mod tests {
                 "spec.nodeSelector[\"pool\"]: \"shared\" conflicts with the required node selector pool=renewable"
             )
         );
+    }
+
+    #[test]
+    fn update_judges_only_new_or_changed_pairs() {
+        let update = |old: Value, new: Value| {
+            let pod = |sel: Value| {
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [], "schedulingGates": [{"name": "g"}], "nodeSelector": sel}})
+            };
+            let payload = json!({
+                "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "UPDATE",
+                    "namespace": "solar-dev", "userInfo": {"username": "alice"},
+                    "object": pod(new), "oldObject": pod(old)},
+                "settings": {"requiredNodeSelector": {"pool": "renewable", "zone": "a"}}
+            });
+            evaluate::<NodeSelectorPolicy>(
+                &serde_json::to_vec(&payload).unwrap(),
+                &mut Objects::default(),
+            )
+        };
+        // an old conflict left alone is not judged again
+        let r = update(
+            json!({"pool": "shared"}),
+            json!({"pool": "shared", "x": "1"}),
+        );
+        assert!(r.accepted, "{:?}", r.message);
+        // changed and added conflicting pairs are, in document order
+        let r = update(
+            json!({"pool": "shared", "zone": "a"}),
+            json!({"zone": "b", "pool": "other", "x": "1"}),
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "spec.nodeSelector[\"zone\"]: \"b\" conflicts with the required node selector zone=a; \
+                 spec.nodeSelector[\"pool\"]: \"other\" conflicts with the required node selector pool=renewable"
+            )
+        );
+        // a malformed old selector is still refused
+        let r = update(json!({"pool": 1}), json!({"pool": "renewable"}));
+        assert_eq!(r.code, Some(400), "{:?}", r.message);
     }
 }

@@ -6,6 +6,8 @@
 //! Every field is unrestricted when its setting is absent. Violations are collected, not
 //! returned early, so one rejection lists them all.
 
+use std::collections::HashMap;
+
 use policy_core::image::ImageRef;
 use policy_core::json::At;
 use policy_core::pod::ContainerList;
@@ -563,19 +565,20 @@ impl PodSpecRestriction {
         if volumes.is_empty() || self.volumes.elements.is_unrestricted() {
             return Ok(());
         }
+        // The mounts grouped by volume name once: no scan of every mount for every volume.
         let mounts = volume_mounts(spec)?;
+        let mut by_name: HashMap<&str, Vec<&At<'_>>> = HashMap::new();
+        for (n, m) in &mounts {
+            by_name.entry(n).or_default().push(m);
+        }
         for volume in volumes {
             volume.object()?;
             let name = volume.get_str("name")?;
-            let mounted: Vec<&At<'_>> = mounts
-                .iter()
-                .filter(|(n, _)| Some(*n) == name)
-                .map(|(_, m)| m)
-                .collect();
+            let mounted: &[&At<'_>] = name.and_then(|n| by_name.get(n)).map_or(&[], Vec::as_slice);
             self.volumes
                 .elements
                 .check_with(out, |alternative, scratch| {
-                    alternative.check(&volume, &mounted, scratch)
+                    alternative.check(&volume, mounted, scratch)
                 })?;
         }
         Ok(())

@@ -125,13 +125,14 @@ fn pod_fields_changed(old: &Value, new: &Value, kind: PodKind) -> bool {
     if kind.is_template() {
         return pod_spec_changed(old, new, kind);
     }
-    let read = |v: &Value, a: &str, b: Option<&str>| -> Option<Value> {
+    // Compared in place: no copy of either (possibly large) spec.
+    fn read<'v>(v: &'v Value, a: &str, b: Option<&str>) -> Option<&'v Value> {
         let x = v.get(a)?;
         match b {
-            Some(b) => x.get(b).cloned(),
-            None => Some(x.clone()),
+            Some(b) => x.get(b),
+            None => Some(x),
         }
-    };
+    }
     ["name", "labels", "annotations"]
         .iter()
         .any(|f| read(old, "metadata", Some(f)) != read(new, "metadata", Some(f)))

@@ -29,17 +29,16 @@ impl Subjects {
         service_account: &str,
     ) -> bool {
         let requester = !trusted_controller
-            && (self.users.iter().any(|g| g.matches(&user.username))
+            && (self.users.matches(&user.username)
                 || self
                     .groups
-                    .iter()
-                    .any(|g| user.groups.iter().any(|ug| g.matches(ug))));
+                    .matches_any(user.groups.iter().map(String::as_str)));
         requester
             || self
                 .service_accounts
                 .iter()
                 .any(|p| p.matches(namespace, service_account))
-            || self.namespaces.iter().any(|g| g.matches(namespace))
+            || self.namespaces.matches(namespace)
     }
 }
 
@@ -178,8 +177,10 @@ pub fn select(
                 continue;
             }
         };
-        let mut defaulted = request.object.clone();
-        let changed = defaults::apply(&resolved, &mut defaulted, kind)?;
+        // The defaults are planned on the request's object; it is copied only when this
+        // profile would change it.
+        let planned = defaults::defaults(&resolved, &request.object, kind)?;
+        let changed = !planned.is_empty();
         if mutation == Mutation::Forbidden || !changed {
             let found = validate::check(&resolved, &view)?;
             match (found.is_empty(), changed) {
@@ -199,13 +200,15 @@ pub fn select(
             }
             continue;
         }
+        let mut defaulted = request.object.clone();
+        planned.write(&mut defaulted)?;
         let Some(defaulted_view) = PodView::read(&defaulted, kind)? else {
             continue;
         };
         let found = validate::check(&resolved, &defaulted_view)?;
         if found.is_empty() {
             if first_mutating.is_none() {
-                first_mutating = Some((profile, defaulted.clone()));
+                first_mutating = Some((profile, defaulted));
             }
         } else {
             suffixed(profile, found, &mut violations);
@@ -235,21 +238,22 @@ pub fn significant_update(
     if kind.is_template() {
         return policy_core::pod::pod_spec_changed(old, new, kind);
     }
-    let field = |v: &Value, f: &str| v.get("spec").and_then(|s| s.get(f)).cloned();
+    // Compared in place: no copy of either object's lists.
+    fn field<'v>(v: &'v Value, f: &str) -> Option<&'v Value> {
+        v.get("spec").and_then(|s| s.get(f))
+    }
     let ephemeral_changed = field(old, "ephemeralContainers") != field(new, "ephemeralContainers");
     if ephemeral_subresource || ephemeral_changed {
         return ephemeral_changed;
     }
     for list in ["initContainers", "containers"] {
-        let items = |v: &Value| -> Vec<Option<Value>> {
+        fn items<'v>(v: &'v Value, list: &str) -> Vec<Option<&'v Value>> {
             field(v, list)
-                .and_then(|l| l.as_array().cloned())
+                .and_then(Value::as_array)
+                .map(|l| l.iter().map(|c| c.get("image")).collect())
                 .unwrap_or_default()
-                .iter()
-                .map(|c| c.get("image").cloned())
-                .collect()
-        };
-        if items(old) != items(new) {
+        }
+        if items(old, list) != items(new, list) {
             return true;
         }
     }

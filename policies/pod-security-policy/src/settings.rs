@@ -3,9 +3,12 @@
 //! `onLookupError`.
 
 use policy_core::cluster::OnLookupError;
-use policy_core::principal::{Glob, Principals, PrincipalsSettings, ServiceAccountPattern};
+use std::collections::HashSet;
+
+use policy_core::names::NameList;
+use policy_core::principal::{GlobSet, Principals, PrincipalsSettings, ServiceAccountPattern};
 use policy_core::pss::Level;
-use policy_core::settings::{Raw, decode};
+use policy_core::settings::{Raw, decode, is_reread};
 use policy_core::{Mode, SettingsError};
 use serde::Deserialize;
 
@@ -34,36 +37,39 @@ struct RawProfile {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawSubjects {
     #[serde(default)]
-    users: Vec<String>,
+    users: NameList,
     #[serde(default)]
-    groups: Vec<String>,
+    groups: NameList,
     #[serde(default)]
-    service_accounts: Vec<String>,
+    service_accounts: NameList,
     #[serde(default)]
-    namespaces: Vec<String>,
+    namespaces: NameList,
 }
 
 /// Who may use a profile.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Subjects {
     /// Globs over the requester's username.
-    pub users: Vec<Glob>,
+    pub users: GlobSet,
     /// Globs over the requester's groups.
-    pub groups: Vec<Glob>,
+    pub groups: GlobSet,
     /// Patterns over the Pod's own service account.
     pub service_accounts: Vec<ServiceAccountPattern>,
     /// Globs over the object's namespace.
-    pub namespaces: Vec<Glob>,
+    pub namespaces: GlobSet,
 }
 
 impl Subjects {
     fn build(raw: RawSubjects) -> Result<Self, SettingsError> {
-        for (field, list) in [
-            ("users", &raw.users),
-            ("groups", &raw.groups),
-            ("namespaces", &raw.namespaces),
+        let users = GlobSet::new(raw.users);
+        let groups = GlobSet::new(raw.groups);
+        let namespaces = GlobSet::new(raw.namespaces);
+        for (field, set) in [
+            ("users", &users),
+            ("groups", &groups),
+            ("namespaces", &namespaces),
         ] {
-            if let Some(i) = list.iter().position(String::is_empty) {
+            if let Some(i) = set.first_empty() {
                 return Err(SettingsError::new(
                     format!("{field}[{i}]"),
                     "must not be empty",
@@ -79,12 +85,11 @@ impl Subjects {
                     .map_err(|e| SettingsError::new(format!("serviceAccounts[{i}]"), e))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let globs = |v: &[String]| v.iter().map(|s| Glob::new(s)).collect();
         Ok(Subjects {
-            users: globs(&raw.users),
-            groups: globs(&raw.groups),
+            users,
+            groups,
             service_accounts,
-            namespaces: globs(&raw.namespaces),
+            namespaces,
         })
     }
 }
@@ -134,6 +139,8 @@ impl Settings {
             ));
         }
         let mut profiles = Vec::with_capacity(raw_profiles.len());
+        // Names seen so far (a duplicate cannot change a verdict: not checked on re-read).
+        let mut names: Option<HashSet<String>> = (!is_reread()).then(HashSet::new);
         for (i, p) in raw_profiles.into_iter().enumerate() {
             let at = format!("profiles[{i}]");
             if p.name.is_empty() {
@@ -142,7 +149,9 @@ impl Settings {
                     "must not be empty",
                 ));
             }
-            if profiles.iter().any(|q: &Profile| q.name == p.name) {
+            if let Some(names) = names.as_mut()
+                && !names.insert(p.name.clone())
+            {
                 return Err(SettingsError::new(
                     format!("{at}.name"),
                     format!("duplicate profile name {:?}", p.name),
@@ -181,7 +190,7 @@ impl Settings {
         }
         profiles.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         let trusted_controllers = match raw.trusted_controllers {
-            Some(t) => Principals::build(&t).map_err(|e| e.under("trustedControllers"))?,
+            Some(t) => Principals::build(t).map_err(|e| e.under("trustedControllers"))?,
             None => Principals::default_trusted_controllers(),
         };
         Ok(Settings {
@@ -229,5 +238,18 @@ mod tests {
             s.trusted_controllers,
             Principals::default_trusted_controllers()
         );
+    }
+
+    #[test]
+    fn duplicate_profile_names_are_found_in_one_pass_and_not_on_re_read() {
+        let raw = json!({"profiles": [
+            {"name": "b", "preset": "baseline"}, {"name": "a", "preset": "restricted"},
+            {"name": "c", "preset": "baseline"}, {"name": "a", "preset": "baseline"}
+        ]});
+        let err = Settings::parse(&raw).unwrap_err().to_string();
+        assert_eq!(err, "profiles[3].name: duplicate profile name \"a\"");
+        let reread = policy_core::settings::reread(|| Settings::parse(&raw)).unwrap();
+        let names: Vec<&str> = reread.profiles.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["a", "a", "b", "c"]);
     }
 }

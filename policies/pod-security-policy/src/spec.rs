@@ -2,6 +2,7 @@
 //! decoded strictly and validated as the PSP API validated them, with PSP defaults applied.
 
 use policy_core::SettingsError;
+use policy_core::restriction::PrefixSet;
 use serde::Deserialize;
 
 /// The PSP spec as written in settings.
@@ -268,6 +269,8 @@ pub struct PspSpec {
     pub volumes: Vec<String>,
     /// `allowedHostPaths` (`[]` = any).
     pub allowed_host_paths: Vec<HostPath>,
+    /// The prefixes of `allowed_host_paths`, in the same order, for lookups by ancestor.
+    pub host_path_prefixes: PrefixSet,
     /// `allowedFlexVolumes` drivers (`[]` = any).
     pub allowed_flex_volumes: Vec<String>,
     /// `allowedCSIDrivers` names (`[]` = any).
@@ -784,6 +787,9 @@ impl PspSpec {
             supplemental_groups,
             se_linux,
             volumes,
+            host_path_prefixes: PrefixSet::new(
+                allowed_host_paths.iter().map(|h| h.path_prefix.as_str()),
+            ),
             allowed_host_paths,
             allowed_flex_volumes,
             allowed_csi_drivers,

@@ -56,7 +56,7 @@ impl Policy for PodTolerationPolicy {
         };
         let mut verdict = Verdict::accept();
         for toleration in Toleration::read_all(&pod.spec)? {
-            for protected in &settings.protected_taints {
+            for protected in settings.candidates(toleration.key) {
                 if !toleration.covers(&protected.taint) {
                     continue;
                 }

@@ -2,6 +2,7 @@
 //! current form or the legacy Chimera form.
 
 use policy_core::SettingsError;
+use policy_core::names::NameList;
 use policy_core::principal::{Principals, PrincipalsSettings};
 use policy_core::settings::{Raw, decode, no_duplicates};
 use policy_core::toleration::Taint;
@@ -15,9 +16,9 @@ struct RawSettings {
     // Legacy Chimera form.
     taint: Option<RawLegacyTaint>,
     #[serde(rename = "allowed_users")]
-    allowed_users: Option<Vec<String>>,
+    allowed_users: Option<NameList>,
     #[serde(rename = "allowed_groups")]
-    allowed_groups: Option<Vec<String>>,
+    allowed_groups: Option<NameList>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -28,11 +29,11 @@ struct RawProtectedTaint {
     value: String,
     effect: Option<String>,
     #[serde(default)]
-    allowed_users: Vec<String>,
+    allowed_users: NameList,
     #[serde(default)]
-    allowed_groups: Vec<String>,
+    allowed_groups: NameList,
     #[serde(default)]
-    allowed_service_accounts: Vec<String>,
+    allowed_service_accounts: NameList,
 }
 
 #[derive(Debug, Deserialize)]
@@ -57,11 +58,27 @@ pub struct ProtectedTaint {
 pub struct Settings {
     /// At least one protected taint, no duplicates.
     pub protected_taints: Vec<ProtectedTaint>,
+    /// The protected taints' keys, in the same order (to find a toleration's taints
+    /// without trying every taint).
+    pub keys: NameList,
     /// Controllers whose controller-owned objects are not re-judged.
     pub trusted_controllers: Principals,
 }
 
 impl Settings {
+    /// The protected taints a toleration may cover, in settings order: those with its key,
+    /// or all of them for a toleration without key.
+    pub fn candidates(&self, toleration_key: &str) -> Vec<&ProtectedTaint> {
+        if toleration_key.is_empty() {
+            return self.protected_taints.iter().collect();
+        }
+        self.keys
+            .positions(toleration_key)
+            .into_iter()
+            .filter_map(|i| self.protected_taints.get(i))
+            .collect()
+    }
+
     /// Decodes and validates raw settings.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
         let raw: RawSettings = decode(raw)?;
@@ -81,7 +98,7 @@ impl Settings {
                         "at least one protected taint is required",
                     ));
                 }
-                list.iter()
+                list.into_iter()
                     .enumerate()
                     .map(|(i, p)| {
                         protected_taint(p).map_err(|e| e.under(&format!("protectedTaints[{i}]")))
@@ -103,9 +120,9 @@ impl Settings {
                         "allowed_groups",
                         "allowed_service_accounts",
                     ],
-                    &raw.allowed_users.unwrap_or_default(),
-                    &raw.allowed_groups.unwrap_or_default(),
-                    &[],
+                    raw.allowed_users.unwrap_or_default(),
+                    raw.allowed_groups.unwrap_or_default(),
+                    &NameList::new(),
                 )?;
                 vec![ProtectedTaint { taint, allowed }]
             }
@@ -119,22 +136,27 @@ impl Settings {
         let taints: Vec<&Taint> = protected_taints.iter().map(|p| &p.taint).collect();
         no_duplicates("protectedTaints", &taints, |t| format!("for taint {t}"))?;
         let trusted_controllers = match raw.trusted_controllers {
-            Some(t) => Principals::build(&t).map_err(|e| e.under("trustedControllers"))?,
+            Some(t) => Principals::build(t).map_err(|e| e.under("trustedControllers"))?,
             None => Principals::default_trusted_controllers(),
         };
+        let keys = protected_taints
+            .iter()
+            .map(|p| p.taint.key.as_str())
+            .collect();
         Ok(Settings {
             protected_taints,
+            keys,
             trusted_controllers,
         })
     }
 }
 
-fn protected_taint(p: &RawProtectedTaint) -> Result<ProtectedTaint, SettingsError> {
+fn protected_taint(p: RawProtectedTaint) -> Result<ProtectedTaint, SettingsError> {
     let taint = Taint::new(&p.key, &p.value, p.effect.as_deref())?;
     let allowed = Principals::from_parts(
         ["allowedUsers", "allowedGroups", "allowedServiceAccounts"],
-        &p.allowed_users,
-        &p.allowed_groups,
+        p.allowed_users,
+        p.allowed_groups,
         &p.allowed_service_accounts,
     )?;
     Ok(ProtectedTaint { taint, allowed })
@@ -179,5 +201,26 @@ mod tests {
             {"key": "a", "value": "b", "effect": "NoExecute"}
         ]}));
         assert!(s.is_ok());
+    }
+
+    #[test]
+    fn candidates_by_key_in_settings_order() {
+        let s = Settings::parse(&json!({"protectedTaints": [
+            {"key": "a", "value": "1"}, {"key": "b", "value": "1"}, {"key": "a", "value": "2"}
+        ]}))
+        .unwrap();
+        // the first lookups compare keys, later ones use the index: same answers
+        for _ in 0..8 {
+            let values = |key: &str| -> Vec<String> {
+                s.candidates(key)
+                    .iter()
+                    .map(|p| p.taint.to_string())
+                    .collect()
+            };
+            assert_eq!(values("a"), ["a=1", "a=2"]);
+            assert_eq!(values("b"), ["b=1"]);
+            assert!(values("c").is_empty());
+            assert_eq!(values(""), ["a=1", "b=1", "a=2"]);
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use policy_core::class::{ClassKind, ClassPolicySettings, record, skip_on_lookup_error};
 use policy_core::cluster::Lookups;
-use policy_core::json::At;
+use policy_core::json::{At, canonical_text};
 use policy_core::mutation::{push, set};
 use policy_core::policy::Policy;
 use policy_core::quantity::Quantity;
@@ -13,6 +13,7 @@ use policy_core::settings::Raw;
 use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
 use serde_json::{Map, Value, json};
+use std::collections::HashSet;
 
 /// The policy's settings: a class allow-list and `onLookupError`.
 pub type Settings = ClassPolicySettings;
@@ -131,12 +132,19 @@ fn apply_class(
         Some(s) => s.get_string_map("nodeSelector")?,
         None => Vec::new(),
     };
-    let pod_selector = spec.get_string_map("nodeSelector")?;
+    // Validated as a string map, then looked up in the Pod's own map (no scan per key).
+    spec.get_string_map("nodeSelector")?;
+    let pod_selector = spec
+        .get_object("nodeSelector")?
+        .and_then(|m| m.value.as_object());
     let selector_path = spec.path.field("nodeSelector");
     for (key, value) in class_selector {
-        match pod_selector.iter().find(|(k, _)| *k == key) {
-            Some((_, found)) if *found == value => {}
-            Some((_, found)) => verdict.violation(
+        match pod_selector
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_str)
+        {
+            Some(found) if found == value => {}
+            Some(found) => verdict.violation(
                 &selector_path.key(key),
                 format!("{found:?} conflicts with RuntimeClass {name:?} scheduling.nodeSelector {key}={value}"),
             ),
@@ -148,13 +156,17 @@ fn apply_class(
         Some(s) => s.get_list("tolerations")?,
         None => Vec::new(),
     };
+    if class_tolerations.is_empty() {
+        return Ok(());
+    }
+    // The Pod's tolerations, each by a text equal for equal JSON values: one pass over them.
+    let mut present: HashSet<String> = spec
+        .get_list("tolerations")?
+        .iter()
+        .map(|t| canonical_text(t.value))
+        .collect();
     for toleration in class_tolerations {
-        let present = object
-            .get("spec")
-            .and_then(|s| s.get("tolerations"))
-            .and_then(Value::as_array)
-            .is_some_and(|list| list.contains(toleration.value));
-        if !present {
+        if present.insert(canonical_text(toleration.value)) {
             push(object, &["spec"], "tolerations", toleration.value.clone())?;
         }
     }
@@ -285,5 +297,34 @@ mod tests {
                 "spec.nodeSelector[\"runtime\"]: \"kata\" conflicts with RuntimeClass \"gvisor\" scheduling.nodeSelector runtime=gvisor"
             )
         );
+    }
+
+    #[test]
+    fn class_tolerations_are_appended_once_unless_present() {
+        let mut class = gvisor();
+        let t = |key: &str| json!({"key": key, "operator": "Equal", "value": "gvisor", "effect": "NoSchedule"});
+        class["scheduling"]["tolerations"] = json!([t("runtime"), t("sandbox"), t("sandbox")]);
+        let payload = json!({
+            "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+                "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+                    "containers": [],
+                    // the class's first toleration, keys in another order
+                    "tolerations": [{"effect": "NoSchedule", "value": "gvisor", "operator": "Equal", "key": "runtime"},
+                        {"key": "other", "operator": "Exists"}]}}},
+            "settings": {"default": "gvisor"}
+        });
+        let r = evaluate::<RuntimeClassPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::new(vec![class]),
+        );
+        assert!(r.accepted, "{:?}", r.message);
+        let spec = &r.mutated_object.unwrap()["spec"];
+        let keys: Vec<&str> = spec["tolerations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(keys, ["runtime", "other", "sandbox"]);
     }
 }

@@ -1,6 +1,6 @@
 //! Collection primitives: Collection (emptiness), StringMap and StringList restrictions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use super::scalar::{RawString, StringRestriction};
 use super::{Restriction, found, list, non_nil, quote, violation};
 use crate::error::{PolicyError, SettingsError};
+use crate::names::NameList;
 use crate::path::FieldPath;
 use crate::verdict::Violation;
 
@@ -130,12 +131,12 @@ pub struct RawStringMap {
     /// A non-empty map is a violation.
     pub require_empty: Option<bool>,
     /// Allowed keys.
-    pub key_whitelist: Option<Vec<String>>,
+    pub key_whitelist: Option<NameList>,
     /// Refused keys.
-    pub key_blacklist: Option<Vec<String>>,
+    pub key_blacklist: Option<NameList>,
     /// Keys that must be present.
     #[serde(alias = "requireKeys")]
-    pub required_keys: Option<Vec<String>>,
+    pub required_keys: Option<NameList>,
     /// A String restriction per key, judging that key's value (absent key = nil).
     #[serde(alias = "valueRestrictions")]
     pub values: Option<BTreeMap<String, RawString>>,
@@ -150,9 +151,9 @@ pub struct RawStringMap {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StringMapRestriction {
     emptiness: Emptiness,
-    key_whitelist: Option<Vec<String>>,
-    key_blacklist: Vec<String>,
-    required_keys: Vec<String>,
+    key_whitelist: Option<NameList>,
+    key_blacklist: NameList,
+    required_keys: NameList,
     values: BTreeMap<String, StringRestriction>,
 }
 
@@ -176,12 +177,9 @@ impl StringMapRestriction {
         let key_whitelist = raw.key_whitelist.filter(|w| !w.is_empty());
         let key_blacklist = raw.key_blacklist.unwrap_or_default();
         let key_problem = |key: &str| -> Option<String> {
-            if key_blacklist.iter().any(|k| k == key) {
+            if key_blacklist.contains(key) {
                 Some(format!("{} is in keyBlacklist", quote(key)))
-            } else if key_whitelist
-                .as_ref()
-                .is_some_and(|w| !w.iter().any(|k| k == key))
-            {
+            } else if key_whitelist.as_ref().is_some_and(|w| !w.contains(key)) {
                 Some(format!("{} is not in keyWhitelist", quote(key)))
             } else {
                 None
@@ -225,7 +223,7 @@ impl StringMapRestriction {
                 Value::String(_) | Value::Null => value,
                 _ => return Err(PolicyError::malformed(&at, "expected a string")),
             };
-            if self.key_blacklist.iter().any(|k| k == key) {
+            if self.key_blacklist.contains(key) {
                 violation(
                     out,
                     &at,
@@ -236,7 +234,7 @@ impl StringMapRestriction {
                     ),
                 );
             } else if let Some(w) = &self.key_whitelist
-                && !w.iter().any(|k| k == key)
+                && !w.contains(key)
             {
                 violation(
                     out,
@@ -248,7 +246,7 @@ impl StringMapRestriction {
                 r.check(Some(value), &at, out)?;
             }
         }
-        for key in &self.required_keys {
+        for key in self.required_keys.iter() {
             if !map.contains_key(key) {
                 violation(out, path, format!("key {} is required", quote(key)));
             }
@@ -377,9 +375,12 @@ impl Restriction for StringListRestriction {
             }
             strings.push(s);
         }
-        for required in &self.required_values {
-            if !strings.contains(&required.as_str()) {
-                violation(out, path, format!("value {} is required", quote(required)));
+        if !self.required_values.is_empty() {
+            let present: HashSet<&str> = strings.into_iter().collect();
+            for required in &self.required_values {
+                if !present.contains(required.as_str()) {
+                    violation(out, path, format!("value {} is required", quote(required)));
+                }
             }
         }
         Ok(())

@@ -1,6 +1,8 @@
 //! Path prefixes at component boundaries, for `hostPath.path` restrictions and
 //! pod-security `allowedHostPaths`.
 
+use crate::names::NameList;
+
 /// Lexically cleans a slash-separated path, like Go's `path.Clean`: repeated and trailing
 /// slashes collapse, `.` components disappear, `..` removes the previous component (and
 /// stays at the root of an absolute path). Symlinks are, of course, not resolved.
@@ -87,6 +89,71 @@ pub fn path_prefix_matches(prefix: &str, path: &str) -> bool {
     pc.len() <= qc.len() && pc.iter().zip(&qc).all(|(a, b)| a == b)
 }
 
+/// The cleaned path and each of its ancestors, longest first: `/a/b`, `/a`, `/` (a relative
+/// path ends with `.`). A prefix matches a path exactly when its cleaned form is one of them.
+fn ancestors(clean: &str) -> impl Iterator<Item = &str> {
+    let root = if clean.starts_with('/') { "/" } else { "." };
+    let mut next = Some(clean);
+    std::iter::from_fn(move || {
+        let current = next?;
+        next = match current.rfind('/') {
+            _ if current == root => None,
+            Some(0) => Some("/"),
+            Some(i) => current.get(..i),
+            None => Some("."),
+        };
+        Some(current)
+    })
+}
+
+/// Path prefixes from settings, looked up by walking the ancestors of a path (a few hash
+/// lookups) instead of comparing the path with every prefix.
+///
+/// ```
+/// use policy_core::restriction::PrefixSet;
+/// let set = PrefixSet::new(["/data", "/var/log/", "/data"]);
+/// assert_eq!(set.matching("/data/app/../x"), [0, 2]);
+/// assert_eq!(set.matching("/var/log"), [1]);
+/// assert!(set.matching("/datax").is_empty() && set.matching("/data/../etc").is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PrefixSet {
+    cleaned: NameList,
+}
+
+impl PrefixSet {
+    /// The prefixes, in settings order.
+    pub fn new<'a>(prefixes: impl IntoIterator<Item = &'a str>) -> Self {
+        let cleaned = prefixes.into_iter().map(clean_path).collect::<Vec<_>>();
+        PrefixSet {
+            cleaned: cleaned.into(),
+        }
+    }
+
+    /// The indices (in settings order) of the prefixes `path` is under, as
+    /// [`path_prefix_matches`] decides.
+    pub fn matching(&self, path: &str) -> Vec<usize> {
+        if self.cleaned.is_empty() {
+            return Vec::new();
+        }
+        let clean = clean_path(path);
+        let mut out: Vec<usize> = ancestors(&clean)
+            .flat_map(|a| self.cleaned.positions(a))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// Whether `path` is under one of the prefixes.
+    pub fn matches(&self, path: &str) -> bool {
+        if self.cleaned.is_empty() {
+            return false;
+        }
+        let clean = clean_path(path);
+        ancestors(&clean).any(|a| self.cleaned.contains(a))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +186,36 @@ mod tests {
             expected,
             "{prefix} vs {path}"
         );
+    }
+
+    #[test]
+    fn ancestors_longest_first() {
+        fn all(p: &str) -> Vec<&str> {
+            ancestors(p).collect()
+        }
+        assert_eq!(all("/a/b/c"), ["/a/b/c", "/a/b", "/a", "/"]);
+        assert_eq!(all("/"), ["/"]);
+        assert_eq!(all("a/b"), ["a/b", "a", "."]);
+        assert_eq!(all(".."), ["..", "."]);
+        assert_eq!(all("."), ["."]);
+    }
+
+    proptest! {
+        /// The set answers as comparing the path with every prefix would.
+        #[test]
+        fn prefix_set_agrees_with_path_prefix_matches(
+            prefixes in proptest::collection::vec("(/|\\.\\./|\\./)?([ab.]{1,2}/?){0,3}", 0..6),
+            paths in proptest::collection::vec("(/|\\.\\./)?([ab.]{1,2}/){0,3}[ab.]{0,2}", 1..6),
+        ) {
+            let set = PrefixSet::new(prefixes.iter().map(String::as_str));
+            for p in &paths {
+                let expected: Vec<usize> = (0..prefixes.len())
+                    .filter(|&i| path_prefix_matches(&prefixes[i], p))
+                    .collect();
+                prop_assert_eq!(set.matching(p), expected.clone(), "{}", p);
+                prop_assert_eq!(set.matches(p), !expected.is_empty());
+            }
+        }
     }
 
     #[rstest]

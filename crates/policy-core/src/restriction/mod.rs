@@ -62,7 +62,7 @@ pub use collection::{
     CollectionRestriction, Emptiness, RawCollection, RawStringList, RawStringMap,
     StringListRestriction, StringMapRestriction,
 };
-pub use hostpath::{check_path_prefix, clean_path, path_prefix_matches};
+pub use hostpath::{PrefixSet, check_path_prefix, clean_path, path_prefix_matches};
 pub use scalar::{
     BoolRestriction, NumericRestriction, Range, RawBool, RawNumeric, RawRange, RawString,
     StringMatch, StringRestriction,
@@ -278,8 +278,8 @@ pub(crate) fn quote(s: &str) -> String {
 }
 
 /// `[a, b]` in settings order.
-pub(crate) fn list(items: &[String]) -> String {
-    format!("[{}]", items.join(", "))
+pub(crate) fn list(items: &crate::names::NameList) -> String {
+    format!("[{}]", items.iter().collect::<Vec<_>>().join(", "))
 }
 
 pub(crate) fn violation(out: &mut Vec<Violation>, path: &FieldPath, problem: String) {

@@ -5,10 +5,11 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::hostpath::{check_path_prefix, clean_path, path_prefix_matches};
+use super::hostpath::{PrefixSet, check_path_prefix, clean_path};
 use super::{NilRule, RawPointer, Restriction, empty_allow_list, list, quote, violation};
 use crate::error::{PolicyError, SettingsError};
 use crate::matcher::{FullMatch, OneOrMany, regexes};
+use crate::names::NameList;
 use crate::path::FieldPath;
 use crate::verdict::Violation;
 
@@ -27,9 +28,9 @@ pub struct RawString {
     /// Proposal alias: negation of `forbidNil`.
     pub allow_nil: Option<bool>,
     /// Allowed values (with `regex`: allowed if listed or matching).
-    pub whitelist: Option<Vec<String>>,
+    pub whitelist: Option<NameList>,
     /// Refused values (checked first).
-    pub blacklist: Option<Vec<String>>,
+    pub blacklist: Option<NameList>,
     /// Full-match regexes of allowed values (a string or a list).
     pub regex: Option<OneOrMany>,
 }
@@ -67,8 +68,12 @@ pub enum StringMatch {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StringRestriction {
     nil: NilRule,
-    whitelist: Option<Vec<String>>,
-    blacklist: Vec<String>,
+    /// As written (lower-cased in [`StringMatch::CaseInsensitive`] mode), for messages and,
+    /// except for path prefixes, for membership.
+    whitelist: Option<NameList>,
+    blacklist: NameList,
+    /// [`StringMatch::PathPrefix`] mode: the whitelist and blacklist as prefix sets.
+    prefixes: Option<(PrefixSet, PrefixSet)>,
     regex: Vec<FullMatch>,
     /// Whether `whitelist`/`regex` restrict the value (at least one of them non-empty).
     restricted: bool,
@@ -122,29 +127,40 @@ impl StringRestriction {
                 return Err(empty_allow_list("regex", "value, or use requireNil"));
             }
         }
-        let normalise = |field: &str, entries: Vec<String>| -> Result<Vec<String>, SettingsError> {
-            entries
-                .into_iter()
-                .enumerate()
-                .map(|(i, e)| match mode {
-                    StringMatch::Exact => Ok(e),
-                    StringMatch::CaseInsensitive => Ok(e.to_ascii_lowercase()),
-                    StringMatch::PathPrefix => match check_path_prefix(&e) {
-                        Ok(()) => Ok(e),
-                        Err(problem) => Err(SettingsError::new(format!("{field}[{i}]"), problem)),
-                    },
-                })
-                .collect()
+        let normalise = |field: &str, entries: NameList| -> Result<NameList, SettingsError> {
+            match mode {
+                StringMatch::Exact => Ok(entries),
+                StringMatch::CaseInsensitive => Ok(entries
+                    .iter()
+                    .map(str::to_ascii_lowercase)
+                    .collect::<Vec<_>>()
+                    .into()),
+                StringMatch::PathPrefix => {
+                    for (i, e) in entries.iter().enumerate() {
+                        check_path_prefix(e).map_err(|problem| {
+                            SettingsError::new(format!("{field}[{i}]"), problem)
+                        })?;
+                    }
+                    Ok(entries)
+                }
+            }
         };
         let whitelist = raw
             .whitelist
             .map(|w| normalise("whitelist", w))
             .transpose()?;
         let blacklist = normalise("blacklist", raw.blacklist.unwrap_or_default())?;
+        let prefixes = (mode == StringMatch::PathPrefix).then(|| {
+            (
+                PrefixSet::new(whitelist.iter().flat_map(NameList::iter)),
+                PrefixSet::new(blacklist.iter()),
+            )
+        });
         Ok(StringRestriction {
             nil,
             whitelist,
             blacklist,
+            prefixes,
             regex: regex.unwrap_or_default(),
             restricted: has_whitelist || has_regex,
             mode,
@@ -186,15 +202,19 @@ impl StringRestriction {
                 &cleaned
             }
         };
-        let listed = |entries: &[String]| match self.mode {
-            StringMatch::PathPrefix => entries.iter().any(|p| path_prefix_matches(p, subject)),
-            _ => entries.iter().any(|e| e == subject),
+        // Membership: a hash lookup per entry list, or per ancestor of a path.
+        let (black, white) = match &self.prefixes {
+            Some((white, black)) => (black.matches(subject), white.matches(subject)),
+            None => (
+                self.blacklist.contains(subject),
+                self.whitelist.as_ref().is_some_and(|w| w.contains(subject)),
+            ),
         };
         let (is, is_not) = match self.mode {
             StringMatch::PathPrefix => ("is under", "is not under"),
             _ => ("is in", "is not in"),
         };
-        if listed(&self.blacklist) {
+        if black {
             return Some(format!(
                 "{} {is} blacklist {}",
                 quote(value),
@@ -204,8 +224,9 @@ impl StringRestriction {
         if !self.restricted {
             return None;
         }
-        let whitelist = self.whitelist.as_deref().unwrap_or_default();
-        if listed(whitelist) || self.regex.iter().any(|r| r.is_match(subject)) {
+        let empty = NameList::new();
+        let whitelist = self.whitelist.as_ref().unwrap_or(&empty);
+        if white || self.regex.iter().any(|r| r.is_match(subject)) {
             return None;
         }
         let regexes = || {
@@ -862,10 +883,34 @@ mod tests {
 
         #[test]
         fn whitelisted_strings_pass(list in proptest::collection::vec("[a-z]{1,4}", 1..5), probe in "[a-z]{1,4}") {
-            let raw = RawString { whitelist: Some(list.clone()), ..Default::default() };
+            let raw = RawString { whitelist: Some(list.clone().into()), ..Default::default() };
             let r = StringRestriction::build(raw).unwrap();
             let ok = r.allows(Some(&json!(probe)), &FieldPath::root("f")).unwrap();
             prop_assert_eq!(ok, list.contains(&probe));
+        }
+
+        /// Prefix lookups by ancestors judge as comparing with every prefix would, for the
+        /// first lookups (entries compared) and the later ones (hashed) alike.
+        #[test]
+        fn path_prefix_lists_agree_with_scanning(
+            white in proptest::collection::vec("/([ab]{1,2}/?){0,3}", 1..6),
+            black in proptest::collection::vec("/([ab]{1,2}/?){0,3}", 0..3),
+            probes in proptest::collection::vec("/?([ab.]{1,2}/){0,3}[ab.]{0,2}", 1..12),
+        ) {
+            let raw = RawString {
+                whitelist: Some(white.clone().into()),
+                blacklist: Some(black.clone().into()),
+                ..Default::default()
+            };
+            let Ok(r) = StringRestriction::build_with(raw, StringMatch::PathPrefix) else {
+                return Ok(());
+            };
+            for p in &probes {
+                let under = |l: &[String]| l.iter().any(|x| crate::restriction::path_prefix_matches(x, p));
+                let expected = !under(&black) && under(&white);
+                let ok = r.allows(Some(&json!(p)), &FieldPath::root("f")).unwrap();
+                prop_assert_eq!(ok, expected, "{}", p);
+            }
         }
     }
 }

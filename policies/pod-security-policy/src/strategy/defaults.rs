@@ -35,20 +35,42 @@ fn spec_pointer(kind: PodKind) -> String {
     p
 }
 
+/// The profile's defaults for `object` (a Pod or a workload whose template is defaulted as
+/// if it were a Pod), read without copying it; empty when nothing would change.
+pub fn defaults(r: &Resolved<'_>, object: &Value, kind: PodKind) -> Result<Defaults, PolicyError> {
+    let writes = match PodView::read(object, kind)? {
+        Some(view) => plan(r, &view, &spec_pointer(kind))?,
+        None => Vec::new(),
+    };
+    Ok(Defaults(writes))
+}
+
+/// The fields a profile's defaults write (see [`defaults`]).
+pub struct Defaults(Vec<Write>);
+
+impl Defaults {
+    /// Whether nothing would change.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Writes the defaults into `object` (the object they were computed for).
+    pub fn write(self, object: &mut Value) -> Result<(), PolicyError> {
+        for w in self.0 {
+            if let Some(target) = object.pointer_mut(&w.pointer) {
+                mutation::set(target, w.path, w.key, w.value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Applies the profile's defaults to `object` (a Pod or a workload whose template is
 /// defaulted as if it were a Pod). Returns whether anything changed.
 pub fn apply(r: &Resolved<'_>, object: &mut Value, kind: PodKind) -> Result<bool, PolicyError> {
-    let snapshot = object.clone();
-    let Some(view) = PodView::read(&snapshot, kind)? else {
-        return Ok(false);
-    };
-    let writes = plan(r, &view, &spec_pointer(kind))?;
-    let changed = !writes.is_empty();
-    for w in writes {
-        if let Some(target) = object.pointer_mut(&w.pointer) {
-            mutation::set(target, w.path, w.key, w.value)?;
-        }
-    }
+    let planned = defaults(r, object, kind)?;
+    let changed = !planned.is_empty();
+    planned.write(object)?;
     Ok(changed)
 }
 

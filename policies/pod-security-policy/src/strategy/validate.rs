@@ -4,8 +4,7 @@
 
 use policy_core::json::At;
 use policy_core::path::FieldPath;
-use policy_core::pod::{Container, PodView};
-use policy_core::restriction::path_prefix_matches;
+use policy_core::pod::{Container, LazyMounts, PodView};
 use policy_core::security_context::{
     ProfileRef, container_apparmor, container_context, container_seccomp, pod_apparmor,
     pod_context, pod_seccomp, volume_sources,
@@ -170,9 +169,10 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
         );
     }
 
-    // volumes
+    // volumes (the mounts of a volume are looked up by name, read once when first needed)
+    let mut mounts = LazyMounts::default();
     for vol in pod.get_list("volumes")? {
-        check_volume(r, &vol, &containers, &mut out)?;
+        check_volume(r, &vol, &containers, &mut mounts, &mut out)?;
     }
 
     for c in &containers {
@@ -378,25 +378,27 @@ fn is_service_account_token_projection(projected: &At<'_>) -> Result<bool, Polic
 }
 
 /// Judges every source of a volume (see [`volume_sources`]).
-fn check_volume(
+fn check_volume<'a>(
     r: &Resolved<'_>,
-    vol: &At<'_>,
-    containers: &[Container<'_>],
+    vol: &At<'a>,
+    containers: &[Container<'a>],
+    mounts: &mut LazyMounts<'a>,
     out: &mut Out,
 ) -> Result<(), PolicyError> {
     for field in volume_sources(vol)? {
-        check_volume_source(r, vol, field, containers, out)?;
+        check_volume_source(r, vol, field, containers, mounts, out)?;
     }
     Ok(())
 }
 
 /// Judges one source (`field`) of a volume: its type against `volumes`, and the host path,
 /// flexVolume driver or CSI driver it names.
-fn check_volume_source(
+fn check_volume_source<'a>(
     r: &Resolved<'_>,
-    vol: &At<'_>,
+    vol: &At<'a>,
     field: &str,
-    containers: &[Container<'_>],
+    containers: &[Container<'a>],
+    mounts: &mut LazyMounts<'a>,
     out: &mut Out,
 ) -> Result<(), PolicyError> {
     let spec = r.spec;
@@ -429,9 +431,10 @@ fn check_volume_source(
             let path_at = hp.path.field("path");
             let path = hp.get_str("path")?.unwrap_or("");
             let matching: Vec<_> = spec
-                .allowed_host_paths
-                .iter()
-                .filter(|h| path_prefix_matches(&h.path_prefix, path))
+                .host_path_prefixes
+                .matching(path)
+                .into_iter()
+                .filter_map(|i| spec.allowed_host_paths.get(i))
                 .collect();
             if matching.is_empty() {
                 let prefixes: Vec<String> = spec
@@ -449,15 +452,12 @@ fn check_volume_source(
                 );
             } else if matching.iter().all(|h| h.read_only) {
                 let name = vol.get_str("name")?.unwrap_or("");
-                for c in containers {
-                    for m in c.node.get_list("volumeMounts")? {
-                        if m.get_str("name")? == Some(name) && m.get_bool("readOnly")? != Some(true)
-                        {
-                            out.push(
-                                &path_at,
-                                format!("{} must be mounted read-only by {}", q(path), m.path),
-                            );
-                        }
+                for m in mounts.get(containers)?.by_name(name) {
+                    if m.get_bool("readOnly")? != Some(true) {
+                        out.push(
+                            &path_at,
+                            format!("{} must be mounted read-only by {}", q(path), m.path),
+                        );
                     }
                 }
             }
