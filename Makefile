@@ -2,6 +2,7 @@
 #
 #   make run    build what is needed and evaluate the seed example through testdrive
 #   make test   fmt, clippy, unit tests, all wasm built, every declarative case through the wasm
+#   make fuzz   every policy's cargo-fuzz targets, FUZZ_SECONDS each (nightly; not in `make test`)
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -14,7 +15,7 @@ POLICY_PKGS := $(foreach p,$(POLICIES),-p $(p))
 SEED_SETTINGS := test_data/settings/pod-toleration-seed.yaml
 SEED_REQUESTS := test_data/requests/pod-toleration
 
-.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e clean
+.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e fuzz clean
 
 run: setup policies testdrive
 	@echo "== seed example: bob (not in tenantA-users) tolerates dedicated=tenantA =="
@@ -41,8 +42,12 @@ fmt:
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
+# Clippy natively (every target, tests included) and for wasm32-wasip1, so that code
+# compiled only into the wasm modules (the host callbacks) is linted too. The workspace
+# lints deny unwrap, expect, panic and unchecked indexing outside tests.
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --target $(WASM_TARGET) -p policy-core $(POLICY_PKGS) -- -D warnings
 
 unit:
 	$(CARGO) test --profile host --workspace --no-fail-fast
@@ -88,6 +93,49 @@ bench: policies testdrive
 	    $(CARGO) run -q --profile host -p $$p --example $$p-native-bench -- $(TARGET_DIR)/bench-inputs/$$p.json || exit 1; \
 	  fi; \
 	done; \
+	exit $$status
+
+# Fuzzing (cargo-fuzz on nightly, native, address sanitizer by default): per policy
+# `<short>_validate` (validate payloads, against an empty and a failing cluster) and
+# `<short>_settings`, seeded from every case (`testdrive seeds`), one target at a time for
+# FUZZ_SECONDS each. libFuzzer runs in fork mode so that a crash is recorded in
+# fuzz/artifacts/<target>/ and fuzzing goes on. One line per target:
+# "<target>: N execs, N crashes" (crashes = crashing inputs saved by this run, seeds
+# included); then every artifact. Logs in $(FUZZ_LOGS)/; the corpus
+# grows in fuzz/corpus/<target>/. Reproduce: cargo +nightly fuzz run <target> <artifact>.
+FUZZ_SECONDS ?= 60
+FUZZ_SANITIZER ?= address
+FUZZ_MAX_LEN ?= 16384
+FUZZ_RSS_MB ?= 2048
+FUZZ_SEEDS := $(TARGET_DIR)/fuzz-seeds
+FUZZ_LOGS := $(TARGET_DIR)/fuzz-logs
+FUZZ := cargo +nightly fuzz
+
+fuzz: setup testdrive
+	@command -v cargo-fuzz > /dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+	$(TESTDRIVE) seeds --out $(FUZZ_SEEDS)
+	CARGO_BUILD_JOBS=2 $(FUZZ) build -s $(FUZZ_SANITIZER)
+	@mkdir -p $(FUZZ_LOGS); status=0; \
+	for p in $(POLICIES); do \
+	  short=$$(echo $${p%-policy} | tr - _); \
+	  for kind in validate settings; do \
+	    t=$${short}_$$kind; log=$(FUZZ_LOGS)/$$t.log; \
+	    mkdir -p fuzz/corpus/$$t fuzz/artifacts/$$t $(FUZZ_SEEDS)/$$p/$$kind; \
+	    stamp=$$(mktemp); \
+	    $(FUZZ) run -s $(FUZZ_SANITIZER) $$t fuzz/corpus/$$t $(FUZZ_SEEDS)/$$p/$$kind -- \
+	      -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -rss_limit_mb=$(FUZZ_RSS_MB) \
+	      -timeout=10 -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+	      > $$log 2>&1; \
+	    new() { find fuzz/artifacts/$$t -name "$$1-*" -newer $$stamp | wc -l; }; \
+	    crashes=$$(new crash); timeouts=$$(new timeout); ooms=$$(new oom); rm -f $$stamp; \
+	    execs=$$(grep -E '^#[0-9]+: ' $$log | tail -n 1 | sed -E 's/^#([0-9]+):.*/\1/'); \
+	    if [ -z "$$execs" ]; then echo "$$t: did not run, see $$log"; status=1; continue; fi; \
+	    extra=""; [ "$$timeouts$$ooms" = 00 ] || extra=" ($$timeouts timeouts, $$ooms out-of-memory)"; \
+	    echo "$$t: $$execs execs, $$crashes crashes$$extra"; \
+	    [ "$$crashes" = 0 ] || status=1; \
+	  done; \
+	done; \
+	ls fuzz/artifacts/*/* 2> /dev/null | sed 's/^/  artifact: /'; \
 	exit $$status
 
 clean:

@@ -5,6 +5,8 @@
 //! [`verdict::Verdict`] becomes the policy's answer. A policy crate implements
 //! [`policy::Policy`] and exports it with [`export_policy!`].
 
+#![deny(missing_docs)]
+
 pub mod bench;
 pub mod class;
 pub mod cluster;
@@ -22,6 +24,7 @@ pub mod pss;
 pub mod quantity;
 pub mod request;
 pub mod restriction;
+mod robustness;
 pub mod security_context;
 pub mod selector;
 pub mod settings;

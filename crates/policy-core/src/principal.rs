@@ -81,7 +81,9 @@ impl Glob {
                 },
             }
         }
-        self.pattern[p.min(self.pattern.len())..]
+        self.pattern
+            .get(p..)
+            .unwrap_or_default()
             .iter()
             .all(|c| *c == '*')
     }

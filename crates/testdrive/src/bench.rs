@@ -529,10 +529,11 @@ impl Stats {
         samples.sort();
         let n = samples.len();
         let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let at = |i: usize| samples.get(i).copied().map_or(0.0, us);
         let median_us = match n {
             0 => 0.0,
-            _ if n % 2 == 1 => us(samples[n / 2]),
-            _ => (us(samples[n / 2 - 1]) + us(samples[n / 2])) / 2.0,
+            _ if n % 2 == 1 => at(n / 2),
+            _ => (at(n / 2 - 1) + at(n / 2)) / 2.0,
         };
         let mean_us = if n == 0 {
             0.0

@@ -22,7 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The CLI (`testdrive run|check|bench|annotate|record`) is a thin layer
+//! The CLI (`testdrive run|check|bench|annotate|record|seeds`) is a thin layer
 //! over this library.
 
 #![deny(missing_docs)]
@@ -36,6 +36,7 @@ pub mod host;
 pub mod metadata;
 pub mod replay;
 pub mod request;
+pub mod seeds;
 pub mod selector;
 pub mod wasm;
 

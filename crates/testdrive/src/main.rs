@@ -37,6 +37,17 @@ enum Command {
     Annotate(AnnotateArgs),
     /// Evaluate against `cluster` objects and write the kwctl replay session.
     Record(RecordArgs),
+    /// Write every case's validate payload and settings as fuzzing seeds.
+    Seeds(SeedsArgs),
+}
+
+#[derive(Args)]
+struct SeedsArgs {
+    /// Policy directories (default: every directory under ./policies).
+    dirs: Vec<PathBuf>,
+    /// Seeds go to `<out>/<policy>/validate/` and `<out>/<policy>/settings/`.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -158,6 +169,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench(a),
         Command::Annotate(a) => annotate(a),
         Command::Record(a) => record(a),
+        Command::Seeds(a) => seeds(a),
     };
     match result {
         Ok(code) => code,
@@ -520,6 +532,17 @@ fn record(a: RecordArgs) -> Result<ExitCode> {
         .session_yaml()?;
     std::fs::write(&a.out, yaml).map_err(|e| Error::io(&a.out, e))?;
     eprintln!("testdrive: session written to {}", a.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn seeds(a: SeedsArgs) -> Result<ExitCode> {
+    for dir in policy_dirs(a.dirs)? {
+        let c = testdrive::seeds::write_seeds(&dir, &a.out)?;
+        println!(
+            "{}: {} payloads, {} settings, {} cases skipped",
+            c.policy, c.payloads, c.settings, c.skipped
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

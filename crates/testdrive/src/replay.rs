@@ -82,12 +82,12 @@ struct ParsedExchange {
 ///     disable_cache: false
 ///   response:
 ///     type: Error
-///     message: 'namespaces "a" not found: NotFound (404)'
+///     message: 'Cannot find v1/Namespace named ''a'' inside of namespace ''None'''
 /// "#, "inline").unwrap();
 /// let req = KubernetesRequest::KubernetesGetResource { api_version: "v1".into(),
 ///     kind: "Namespace".into(), name: "a".into(), namespace: None,
 ///     disable_cache: false, field_masks: None };
-/// assert!(s.kubernetes(&req).unwrap_err().contains("NotFound"));
+/// assert!(s.kubernetes(&req).unwrap_err().starts_with("Cannot find v1/Namespace named 'a'"));
 /// assert!(s.problems().is_empty() && s.unused().is_empty());
 /// ```
 #[derive(Debug, Clone)]

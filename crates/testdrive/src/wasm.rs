@@ -57,16 +57,15 @@ fn write_leb_u32(out: &mut Vec<u8>, mut value: u32) {
 }
 
 fn sections(bytes: &[u8]) -> Result<Vec<Section>> {
-    if bytes.len() < HEADER.len() || bytes[..HEADER.len()] != HEADER {
+    if bytes.get(..HEADER.len()) != Some(&HEADER[..]) {
         return Err(Error::Wasm(
             "not a wasm module (bad magic number or version)".into(),
         ));
     }
     let mut pos = HEADER.len();
     let mut out = Vec::new();
-    while pos < bytes.len() {
+    while let Some(&id) = bytes.get(pos) {
         let start = pos;
-        let id = bytes[pos];
         pos += 1;
         let size = read_leb_u32(bytes, &mut pos)? as usize;
         let end = pos
@@ -82,7 +81,7 @@ fn sections(bytes: &[u8]) -> Result<Vec<Section>> {
                 .checked_add(name_len)
                 .filter(|e| *e <= end)
                 .ok_or_else(|| Error::Wasm("custom section name overflows its section".into()))?;
-            let name = std::str::from_utf8(&bytes[p..name_end])
+            let name = std::str::from_utf8(bytes.get(p..name_end).unwrap_or_default())
                 .map_err(|_| Error::Wasm("custom section name is not UTF-8".into()))?
                 .to_owned();
             Some((name, name_end..end))
@@ -112,7 +111,7 @@ pub fn read_custom_section<'a>(module: &'a [u8], name: &str) -> Result<Option<&'
         .into_iter()
         .filter_map(|s| s.custom)
         .rfind(|(n, _)| n == name)
-        .map(|(_, range)| &module[range]))
+        .and_then(|(_, range)| module.get(range)))
 }
 
 /// Returns a copy of `module` where every custom section called `name` is
@@ -126,7 +125,10 @@ pub fn set_custom_section(module: &[u8], name: &str, payload: &[u8]) -> Result<V
         if section.id == 0 && same_name {
             continue;
         }
-        out.extend_from_slice(&module[section.whole.clone()]);
+        let bytes = module
+            .get(section.whole.clone())
+            .ok_or_else(|| Error::Wasm("section overflows the module".into()))?;
+        out.extend_from_slice(bytes);
     }
     let name_len = u32::try_from(name.len())
         .map_err(|_| Error::Invalid("custom section name too long".into()))?;

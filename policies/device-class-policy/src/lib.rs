@@ -135,6 +135,42 @@ impl Policy for DeviceClassPolicy {
 
 policy_core::export_policy!(DeviceClassPolicy);
 
+policy_core::robustness_tests!(
+    DeviceClassPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"allowed": ["gpu-a"], "selector": {"matchLabels": {"env": "production"}}}),
+        kinds: &[
+            ("resource.k8s.io", "v1", "ResourceClaim"),
+            ("resource.k8s.io", "v1", "ResourceClaimTemplate"),
+            ("resource.k8s.io", "v1beta2", "ResourceClaim"),
+            ("resource.k8s.io", "v1beta1", "ResourceClaimTemplate"),
+        ],
+        strings: &[
+            "devices",
+            "requests",
+            "exactly",
+            "firstAvailable",
+            "deviceClassName",
+            "adminAccess",
+            "gpu-a",
+            "gpu-prod"
+        ],
+        reads: &["resource.k8s.io/v1/DeviceClass"],
+        objects: vec![
+            serde_json::json!({"kind": "ResourceClaim", "metadata": {"name": "c"}, "spec": {"devices": {"requests": [
+                {"name": "a", "exactly": {"deviceClassName": "gpu-prod", "adminAccess": true}},
+                {"name": "b", "deviceClassName": "gpu-a", "firstAvailable": [{"name": "x", "deviceClassName": "gpu-x"}]}]}}}),
+            serde_json::json!({"kind": "ResourceClaimTemplate", "metadata": {"name": "t"}, "spec": {"spec": {"devices": {"requests": [
+                {"name": "a", "exactly": {"deviceClassName": "gpu-a"}, "firstAvailable": [{"name": "x", "deviceClassName": "gpu-y", "adminAccess": false}]}]}}}}),
+        ],
+        cluster: vec![
+            serde_json::json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "gpu-prod", "labels": {"env": "production"}}})
+        ],
+        ..Default::default()
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,6 +92,35 @@ impl Policy for GatewayClassPolicy {
 
 policy_core::export_policy!(GatewayClassPolicy);
 
+policy_core::robustness_tests!(
+    GatewayClassPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"allowed": ["internal"], "allowedRegex": "customer-.*", "selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"}),
+        kinds: &[
+            ("gateway.networking.k8s.io", "v1", "Gateway"),
+            ("gateway.networking.k8s.io", "v1beta1", "Gateway")
+        ],
+        strings: &[
+            "gatewayClassName",
+            "tenant-default",
+            "public",
+            "customer-x",
+            "listeners"
+        ],
+        reads: &["gateway.networking.k8s.io/v1/GatewayClass"],
+        mutating: true,
+        objects: vec![
+            serde_json::json!({"kind": "Gateway", "metadata": {"name": "g", "namespace": "team-a"},
+            "spec": {"gatewayClassName": "public", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}})
+        ],
+        cluster: vec![
+            serde_json::json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+            "metadata": {"name": "public", "labels": {"env": "production"}}})
+        ],
+        ..Default::default()
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

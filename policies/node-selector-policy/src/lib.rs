@@ -247,6 +247,32 @@ fn pod_update(
 
 policy_core::export_policy!(NodeSelectorPolicy);
 
+policy_core::robustness_tests!(
+    NodeSelectorPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"requiredNodeSelector": {"pool": "renewable"},
+            "defaultNodeSelector": {"appuio.io/node-class": "flex"},
+            "defaultNodeSelectorAnnotation": "appuio.io/default-node-selector"}),
+        strings: &[
+            "pool",
+            "renewable",
+            "appuio.io/node-class",
+            "flex",
+            "nodeName",
+            "nodeSelector",
+            "system:nodes"
+        ],
+        reads: &["v1/Namespace", "v1/Node"],
+        mutating: true,
+        cluster: vec![
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a",
+                "annotations": {"appuio.io/default-node-selector": "zone=a"}}}),
+            serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "labels": {"pool": "renewable"}}}),
+        ],
+        ..Default::default()
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -478,6 +478,62 @@ fn judge_binding(
 
 policy_core::export_policy!(PersistentVolumeClaimPolicy);
 
+policy_core::robustness_tests!(
+    PersistentVolumeClaimPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"storageClasses": {"selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"},
+            "volumeBinding": {}}),
+        kinds: &[
+            ("", "v1", "PersistentVolumeClaim"),
+            ("", "v1", "Pod"),
+            ("apps", "v1", "StatefulSet"),
+            ("apps", "v1", "Deployment"),
+            ("batch", "v1", "CronJob"),
+        ],
+        strings: &[
+            "storageClassName",
+            "volumeName",
+            "volume.beta.kubernetes.io/storage-class",
+            "capsule.clastix.io/tenant",
+            "tenant-default",
+            "fast",
+            "Bound",
+            "In",
+            "NotIn",
+            "matchExpressions",
+            "volumeClaimTemplates",
+            "ephemeral",
+            "volumeClaimTemplate",
+            "selector",
+            "matchLabels",
+            "annotations"
+        ],
+        reads: &[
+            "storage.k8s.io/v1/StorageClass",
+            "v1/PersistentVolume",
+            "v1/Namespace"
+        ],
+        mutating: true,
+        objects: vec![serde_json::json!({"kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "team-a", "annotations": {"volume.beta.kubernetes.io/storage-class": "fast"}},
+            "spec": {"storageClassName": "fast", "volumeName": "pv-x", "accessModes": ["ReadWriteOnce"],
+                "selector": {"matchLabels": {"capsule.clastix.io/tenant": "solar"},
+                    "matchExpressions": [{"key": "capsule.clastix.io/tenant", "operator": "In", "values": ["solar"]}]}},
+            "status": {"phase": "Pending"}})],
+        cluster: vec![
+            serde_json::json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast",
+                "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}}),
+            serde_json::json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "tenant-default",
+                "labels": {"env": "production"}}}),
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a",
+                "labels": {"capsule.clastix.io/tenant": "solar"}}}),
+            serde_json::json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-x",
+                "labels": {"capsule.clastix.io/tenant": "solar"}}}),
+        ],
+        ..Default::default()
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

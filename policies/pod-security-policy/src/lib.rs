@@ -79,6 +79,52 @@ impl Policy for PodSecurityPolicy {
 
 policy_core::export_policy!(PodSecurityPolicy);
 
+policy_core::robustness_tests!(
+    PodSecurityPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"profiles": [
+            {"name": "restricted", "subjects": {"groups": ["tenantA-users"]}, "preset": "restricted"},
+            {"name": "tool", "subjects": {"namespaces": ["team-*"], "serviceAccounts": ["team-a:deployer"]}, "spec": {
+                "allowPrivilegeEscalation": false, "allowedCapabilities": ["NET_BIND_SERVICE"],
+                "runAsUser": {"rule": "MustRunAs", "ranges": [{"fromNamespaceAnnotation": "tools.example.org/uid"}]},
+                "fsGroup": {"rule": "MustRunAs", "ranges": [{"min": 1, "max": 65535}]},
+                "supplementalGroups": {"rule": "RunAsAny"}, "seLinux": {"rule": "RunAsAny"},
+                "volumes": ["configMap", "hostPath", "ephemeral", "image"],
+                "allowedHostPaths": [{"pathPrefix": "/data", "readOnly": true}],
+                "allowedSeccompProfiles": ["runtime/default"], "defaultSeccompProfile": "runtime/default"}},
+            {"name": "zz-fixed", "subjects": {"namespaces": ["*"]}, "spec": {
+                "runAsUser": {"rule": "MustRunAs", "ranges": [{"min": 1000, "max": 2000}]}, "defaultAllowPrivilegeEscalation": false,
+                "fsGroup": {"rule": "RunAsAny"}, "supplementalGroups": {"rule": "RunAsAny"}, "seLinux": {"rule": "RunAsAny"}}}]}),
+        subresources: &["ephemeralcontainers"],
+        strings: &[
+            "RunAsAny",
+            "MustRunAs",
+            "MustRunAsNonRoot",
+            "runtime/default",
+            "tools.example.org/uid",
+            "restricted",
+            "baseline",
+            "securityContext",
+            "runAsUser",
+            "privileged",
+            "capabilities",
+            "hostPath",
+            "volumes",
+            "seccompProfile",
+            "hostNetwork",
+            "allowPrivilegeEscalation",
+            "ephemeralContainers"
+        ],
+        reads: &["v1/Namespace"],
+        mutating: true,
+        cluster: vec![
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a",
+            "annotations": {"tools.example.org/uid": "52000"}}})
+        ],
+        ..Default::default()
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,6 +92,34 @@ impl Policy for PodTolerationPolicy {
 
 policy_core::export_policy!(PodTolerationPolicy);
 
+policy_core::robustness_tests!(
+    PodTolerationPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"protectedTaints": [
+            {"key": "dedicated", "value": "tenantA", "effect": "NoSchedule", "allowedGroups": ["tenantA-users"],
+             "allowedServiceAccounts": ["team-a:deployer"]},
+            {"key": "gpu", "value": "shared", "allowedUsers": ["alice"]}]}),
+        subresources: &["ephemeralcontainers"],
+        strings: &[
+            "Exists",
+            "Equal",
+            "dedicated",
+            "tenantA",
+            "gpu",
+            "shared",
+            "NoSchedule",
+            "NoExecute",
+            "tenantA-users",
+            "tolerations",
+            "operator",
+            "effect",
+            "key",
+            "value"
+        ],
+        ..Default::default()
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,55 +183,5 @@ mod tests {
         let r = run(json!({"metadata": {}}), "bob", &[]);
         assert_eq!(r.code, Some(400));
         assert_eq!(r.message.as_deref(), Some("spec: missing"));
-    }
-}
-
-#[cfg(test)]
-mod robustness {
-    use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::evaluate;
-    use proptest::prelude::*;
-    use serde_json::{Value, json};
-
-    const STRINGS: &[&str] = &["Exists", "Equal", "dedicated", "tenantA", "NoSchedule"];
-
-    fn arb_json() -> impl Strategy<Value = Value> {
-        policy_core::testing::arb_json(policy_core::testing::POD_KEYS, STRINGS)
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
-
-        /// Arbitrary objects of every handled kind never panic and never come back accepted
-        /// with a malformed-input code; anything decodable is judged.
-        #[test]
-        fn arbitrary_objects_never_panic(
-            object in arb_json(),
-            old in arb_json(),
-            kind in prop_oneof![Just(("", "Pod")), Just(("apps", "Deployment")), Just(("batch", "CronJob")), Just(("", "ReplicationController"))],
-            op in prop_oneof![Just("CREATE"), Just("UPDATE"), Just("DELETE")],
-        ) {
-            let payload = json!({
-                "request": {
-                    "kind": {"group": kind.0, "version": "v1", "kind": kind.1},
-                    "operation": op,
-                    "userInfo": {"username": "bob"},
-                    "object": object,
-                    "oldObject": old
-                },
-                "settings": {"protectedTaints": [{"key": "dedicated", "value": "tenantA"}]}
-            });
-            let bytes = serde_json::to_vec(&payload).unwrap();
-            let r = evaluate::<PodTolerationPolicy>(&bytes, &mut Objects::default());
-            policy_core::testing::judged_without_lookups(&r)?;
-        }
-
-        /// Arbitrary settings documents never panic the settings validation.
-        #[test]
-        fn arbitrary_settings_never_panic(settings in arb_json()) {
-            let bytes = serde_json::to_vec(&settings).unwrap();
-            let _ = policy_core::policy::validate_settings::<PodTolerationPolicy>(&bytes);
-        }
     }
 }

@@ -129,13 +129,19 @@ impl Policy for PriorityClassPolicy {
             Ok(ClassOutcome::Violation(problem)) if !problem.ends_with("does not exist") => {
                 // Say so when the class is the cluster's global default: every class-less
                 // Pod of the tenant arrives with it. Without a selector the object was not
-                // read yet; a failed read here only loses that hint.
+                // read yet; a failed read is a failed lookup like any other (SPEC 2.8):
+                // 500, or with `onLookupError: accept` the hint is skipped with a warning.
                 let global = match fetch.fetched() {
                     Some(Ok(Some(class))) => is_global_default(class),
                     Some(_) => false,
-                    None => {
-                        matches!(kind.fetch(name, lookups), Ok(Some(class)) if is_global_default(&class))
-                    }
+                    None => match kind.fetch(name, lookups) {
+                        Ok(Some(class)) => is_global_default(&class),
+                        Ok(None) => false,
+                        Err(e) => {
+                            skip_on_lookup_error(e, &path, on_error, &mut verdict)?;
+                            false
+                        }
+                    },
                 };
                 if global {
                     Ok(ClassOutcome::Violation(format!(
@@ -153,6 +159,33 @@ impl Policy for PriorityClassPolicy {
 }
 
 policy_core::export_policy!(PriorityClassPolicy);
+
+policy_core::robustness_tests!(
+    PriorityClassPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"allowed": ["silver"], "allowedRegex": "plat.*", "selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"}),
+        strings: &[
+            "gold",
+            "platinum",
+            "gd",
+            "tenant-default",
+            "env",
+            "production",
+            "globalDefault",
+            "preemptionPolicy",
+            "priorityClassName",
+            "priority"
+        ],
+        reads: &["scheduling.k8s.io/v1/PriorityClass"],
+        mutating: true,
+        cluster: vec![
+            serde_json::json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gold", "labels": {"env": "production"}}, "value": 1000}),
+            serde_json::json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "tenant-default", "labels": {"env": "production"}}, "value": 1313, "preemptionPolicy": "Never"}),
+            serde_json::json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gd"}, "value": 0, "globalDefault": true}),
+        ],
+        ..Default::default()
+    }
+);
 
 #[cfg(test)]
 mod tests {
@@ -210,6 +243,28 @@ mod tests {
             r.mutated_object.unwrap()["spec"]["priorityClassName"],
             "tenant-default"
         );
+    }
+
+    #[test]
+    fn failed_read_for_the_global_default_hint_is_a_failed_lookup() {
+        let payload = |settings: Value| {
+            serde_json::to_vec(&json!({
+                "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+                    "object": {"metadata": {"name": "p"}, "spec": {"containers": [], "priorityClassName": "gd"}}},
+                "settings": settings
+            }))
+            .unwrap()
+        };
+        let mut failing = classes().failing("PriorityClass");
+        let r =
+            evaluate::<PriorityClassPolicy>(&payload(json!({"allowed": ["gold"]})), &mut failing);
+        assert_eq!(r.code, Some(500), "{:?}", r.message);
+        let r = evaluate::<PriorityClassPolicy>(
+            &payload(json!({"allowed": ["gold"], "onLookupError": "accept"})),
+            &mut failing,
+        );
+        assert_eq!(r.code, Some(403));
+        assert_eq!(r.warnings.map(|w| w.len()), Some(1));
     }
 
     #[test]

@@ -219,6 +219,34 @@ fn describe_map(map: &At<'_>) -> Result<String, PolicyError> {
 
 policy_core::export_policy!(RuntimeClassPolicy);
 
+policy_core::robustness_tests!(
+    RuntimeClassPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"allowed": ["runc"], "allowedRegex": "kata-.*", "selector": {"matchLabels": {"sandbox": "true"}}, "default": "gvisor"}),
+        strings: &[
+            "gvisor",
+            "runc",
+            "kata",
+            "sandbox",
+            "overhead",
+            "podFixed",
+            "scheduling",
+            "runtimeClassName",
+            "nodeSelector",
+            "tolerations"
+        ],
+        reads: &["node.k8s.io/v1/RuntimeClass"],
+        mutating: true,
+        cluster: vec![
+            serde_json::json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gvisor", "labels": {"sandbox": "true"}},
+                "handler": "runsc", "overhead": {"podFixed": {"cpu": "250m"}},
+                "scheduling": {"nodeSelector": {"sandbox": "gvisor"}, "tolerations": [{"key": "sandbox", "operator": "Exists"}]}}),
+            serde_json::json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "runc"}, "handler": "runc"}),
+        ],
+        ..Default::default()
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
