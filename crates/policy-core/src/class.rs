@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 use crate::cluster::{GetRequest, Lookups, OnLookupError};
 use crate::error::{PolicyError, SettingsError};
 use crate::matcher::{OneOrMany, StringMatcher, regexes};
+use crate::message;
 use crate::names::NameList;
 use crate::path::FieldPath;
 use crate::selector::{LabelSelector, LabelSelectorSettings, RequirementSettings};
@@ -40,10 +41,11 @@ pub const CLASS_KEYS: [&str; 6] = [
     "default",
 ];
 
-/// A policy's top-level settings split into the class allow-list fields (decoded) and the
-/// other fields (kept as JSON for the policy's own strict decoding).
+/// A policy's top-level settings split into the class allow-list fields ([`CLASS_KEYS`],
+/// decoded) and the other fields (kept as JSON for the policy's own strict decoding): the
+/// raw settings of the policies whose settings are a class allow-list at the top level.
 #[derive(Debug, Default)]
-struct TopLevel {
+pub struct TopLevel {
     class: Option<ClassAllowListSettings>,
     rest: Map<String, Value>,
 }
@@ -102,6 +104,21 @@ impl<'de> Deserialize<'de> for TopLevel {
             }
         }
         deserializer.deserialize_map(SplitVisitor)
+    }
+}
+
+impl TopLevel {
+    /// The class allow-list (`None` when none of its fields is present) and the remaining
+    /// settings, to be decoded strictly by the policy.
+    pub fn split(
+        self,
+        allow_default: bool,
+    ) -> Result<(Option<ClassAllowList>, Value), SettingsError> {
+        let list = match self.class {
+            Some(class) => Some(ClassAllowList::build(class, allow_default)?),
+            None => None,
+        };
+        Ok((list, Value::Object(self.rest)))
     }
 }
 
@@ -306,33 +323,12 @@ impl ClassAllowList {
     }
 
     /// Takes the class allow-list fields ([`CLASS_KEYS`]) out of a policy's top-level
-    /// settings: returns the list (`None` when none of the fields is present) and the
-    /// remaining settings, to be decoded strictly by the policy. The class fields are decoded
-    /// straight from the settings, without copying them.
+    /// settings: see [`TopLevel::split`].
     pub fn from_top_level<'a>(
         raw: impl Into<Raw<'a>>,
         allow_default: bool,
     ) -> Result<(Option<Self>, Value), SettingsError> {
-        let raw = raw.into();
-        if raw.is_null() {
-            return Ok((None, Value::Null));
-        }
-        let split: TopLevel = match decode(raw) {
-            Ok(split) => split,
-            Err(e) => {
-                // Not an object: the policy's strict decoding names the problem.
-                let value = raw.to_value()?;
-                if value.is_object() {
-                    return Err(e);
-                }
-                return Ok((None, value));
-            }
-        };
-        let list = match split.class {
-            Some(class) => Some(Self::build(class, allow_default)?),
-            None => None,
-        };
-        Ok((list, Value::Object(split.rest)))
+        decode::<TopLevel>(raw)?.split(allow_default)
     }
 
     /// The tenant default class, if configured.
@@ -356,22 +352,20 @@ impl ClassAllowList {
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if !self.names.names().is_empty() {
-            let names: Vec<&str> = self
+            let names = self
                 .names
                 .names()
                 .iter()
-                .map(|n| if n.is_empty() { "\"\"" } else { n })
-                .collect();
-            parts.push(format!("names [{}]", names.join(", ")));
+                .map(|n| if n.is_empty() { "\"\"" } else { n });
+            parts.push(format!("names {}", message::bracketed(names)));
         }
         if !self.names.regex_list().is_empty() {
-            let r: Vec<String> = self
+            let r = self
                 .names
                 .regex_list()
                 .iter()
-                .map(|r| format!("{:?}", r.pattern()))
-                .collect();
-            parts.push(format!("regexes [{}]", r.join(", ")));
+                .map(|r| format!("{:?}", r.pattern()));
+            parts.push(format!("regexes {}", message::bracketed(r)));
         }
         if let Some(s) = &self.selector {
             parts.push(format!("selector {}", s.to_query()));
@@ -457,7 +451,15 @@ struct RawOnLookupError {
 impl ClassPolicySettings {
     /// Decodes and validates the settings; at least one class field is required.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        let (classes, rest) = ClassAllowList::from_top_level(raw, true)?;
+        crate::settings::parse::<TopLevel, Self>(raw)
+    }
+}
+
+impl TryFrom<TopLevel> for ClassPolicySettings {
+    type Error = SettingsError;
+
+    fn try_from(top: TopLevel) -> Result<Self, SettingsError> {
+        let (classes, rest) = top.split(true)?;
         let rest: RawOnLookupError = decode(&rest)?;
         let classes = classes.ok_or_else(missing_class_fields)?;
         Ok(ClassPolicySettings {
@@ -697,12 +699,11 @@ mod tests {
             .0
             .unwrap();
         assert!(list.allows_by_name("b") && !list.allows_by_name("a"));
-        // null is no class block; a non-object is left to the policy's strict decoding
+        // null is no class block; a non-object is refused
         let (list, rest) = ClassAllowList::from_top_level(Raw::Json("null"), true).unwrap();
-        assert!(list.is_none() && rest.is_null());
-        let (list, rest) = ClassAllowList::from_top_level(Raw::Json("[1]"), true).unwrap();
-        assert!(list.is_none());
-        assert_eq!(rest, json!([1]));
+        assert!(list.is_none() && rest == json!({}));
+        let e = ClassAllowList::from_top_level(Raw::Json("[1]"), true).unwrap_err();
+        assert!(e.to_string().contains("expected a map of settings"), "{e}");
         // re-read: duplicates are not checked again
         let reread = crate::settings::reread(|| {
             ClassAllowList::from_top_level(Raw::Json(r#"{"allowed": ["a", "a"]}"#), true)

@@ -14,6 +14,7 @@ pub mod error;
 pub mod image;
 pub mod json;
 pub mod matcher;
+pub mod message;
 pub mod mutation;
 pub mod names;
 pub mod path;

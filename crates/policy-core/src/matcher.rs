@@ -13,6 +13,7 @@ use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
 use crate::error::SettingsError;
+use crate::message;
 use crate::names::NameList;
 
 /// Largest compiled program a settings regex may have (bytes); see [`RegexBuilder::size_limit`].
@@ -209,16 +210,11 @@ impl StringMatcher {
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if !self.exact.is_empty() {
-            let names: Vec<&str> = self.exact.iter().collect();
-            parts.push(format!("names [{}]", names.join(", ")));
+            parts.push(format!("names {}", message::bracketed(self.exact.iter())));
         }
         if !self.regexes.is_empty() {
-            let r: Vec<String> = self
-                .regexes
-                .iter()
-                .map(|r| format!("{:?}", r.pattern()))
-                .collect();
-            parts.push(format!("regexes [{}]", r.join(", ")));
+            let r = self.regexes.iter().map(|r| format!("{:?}", r.pattern()));
+            parts.push(format!("regexes {}", message::bracketed(r)));
         }
         if parts.is_empty() {
             "nothing".to_owned()

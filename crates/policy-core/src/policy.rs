@@ -4,9 +4,13 @@
 pub use kubewarden_policy_sdk::response::ValidationResponse;
 pub use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
+use serde::de::DeserializeOwned;
+
 use crate::cluster::{Cluster, Lookups};
 use crate::error::{PolicyError, SettingsError};
-use crate::request::{AdmissionRequest, ValidatePayload};
+use crate::request::{
+    AdmissionRequest, OnePassPayload, Operation, PayloadSettings, ValidatePayload,
+};
 use crate::settings::Raw;
 use crate::verdict::{Mode, Verdict, error_response};
 
@@ -14,12 +18,14 @@ use crate::verdict::{Mode, Verdict, error_response};
 pub trait Policy {
     /// The policy's name, used in messages (`pod-toleration-policy`).
     const NAME: &'static str;
-    /// Validated settings.
-    type Settings;
-
-    /// Decodes and validates the settings; errors name the settings path. Inside `validate`
-    /// this runs in re-read mode ([`crate::settings::is_reread`]).
-    fn settings(raw: Raw<'_>) -> Result<Self::Settings, SettingsError>;
+    /// The settings as written: decoded strictly (unknown fields refused), not validated.
+    type RawSettings: DeserializeOwned;
+    /// Validated settings, built from the raw ones; errors name the settings path. Inside
+    /// `validate` they are built in re-read mode ([`crate::settings::is_reread`]).
+    type Settings: TryFrom<Self::RawSettings, Error = SettingsError>;
+    /// The operations the policy judges; every other operation is accepted before the
+    /// settings are read (README "What every policy guarantees": cost).
+    const OPERATIONS: &'static [Operation] = &[Operation::Create, Operation::Update];
 
     /// Whether violations reject or warn (SPEC 2.12); `Enforce` unless the policy has `mode`.
     fn mode(_settings: &Self::Settings) -> Mode {
@@ -47,7 +53,7 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> SettingsValidationRespons
             .map_err(|e| e.to_string())
     });
     let result = match parsed {
-        Ok(text) => P::settings(Raw::Json(text)).map(|_| ()),
+        Ok(text) => settings::<P>(Raw::Json(text)).map(|_| ()),
         Err(e) => Err(SettingsError::new(
             "",
             format!("settings are not JSON: {e}"),
@@ -65,22 +71,81 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> SettingsValidationRespons
     }
 }
 
+/// Decodes and validates the settings of policy `P`; errors name the settings path.
+pub fn settings<P: Policy>(raw: Raw<'_>) -> Result<P::Settings, SettingsError> {
+    crate::settings::parse::<P::RawSettings, P::Settings>(raw)
+}
+
 /// The answer to `validate` for a raw payload, with lookups answered by `cluster`.
+///
+/// The payload is decoded in one pass ([`OnePassPayload`]), its settings re-read
+/// ([`crate::settings::reread`]) straight into `P::RawSettings`, or not read at all for an
+/// operation `P` does not judge. Anything that does not decode is decoded again, field by
+/// field, to name the problem: the request's (400) or the settings' (500).
 pub fn evaluate<P: Policy>(payload: &[u8], cluster: &mut dyn Cluster) -> ValidationResponse {
-    let outcome = ValidatePayload::decode(payload).and_then(|mut p| {
-        let settings = crate::settings::reread(|| P::settings(p.settings())).map_err(|e| {
-            PolicyError::Settings(SettingsError::new("", format!("invalid settings: {e}")))
-        })?;
-        let mut lookups = Lookups::new(cluster);
-        let verdict = P::validate(&p.request, &settings, &mut lookups)?;
-        // Edits are applied to the request's own object, which is no longer needed.
-        let object = std::mem::take(&mut p.request.object);
-        verdict.into_response_for(P::mode(&settings), object)
+    let decoded = crate::settings::reread(|| {
+        OnePassPayload::<P::RawSettings>::decode(payload, P::OPERATIONS)
     });
+    let outcome = match decoded {
+        Some(p) => judge_decoded::<P>(p, cluster),
+        None => judge_checked::<P>(payload, cluster),
+    };
     match outcome {
         Ok(response) => response,
         Err(e) => error_response(&e),
     }
+}
+
+/// Judges a payload decoded in one pass.
+fn judge_decoded<P: Policy>(
+    payload: OnePassPayload<'_, P::RawSettings>,
+    cluster: &mut dyn Cluster,
+) -> Result<ValidationResponse, PolicyError> {
+    let OnePassPayload { request, settings } = payload;
+    let settings = crate::settings::reread(|| match settings {
+        PayloadSettings::Skipped => Ok(None),
+        PayloadSettings::Decoded(Some(raw)) => P::Settings::try_from(raw).map(Some),
+        PayloadSettings::Decoded(None) => self::settings::<P>(Raw::Json("null")).map(Some),
+        PayloadSettings::Deferred(raw) => {
+            let text = raw.map_or("null", |r| r.get());
+            self::settings::<P>(Raw::Json(text)).map(Some)
+        }
+    })
+    .map_err(invalid_settings)?;
+    match settings {
+        None => Ok(Verdict::accept().into_response(Mode::Enforce)),
+        Some(settings) => judge::<P>(request, &settings, cluster),
+    }
+}
+
+/// Judges a payload that did not decode in one pass, naming what does not decode.
+fn judge_checked<P: Policy>(
+    payload: &[u8],
+    cluster: &mut dyn Cluster,
+) -> Result<ValidationResponse, PolicyError> {
+    let p = ValidatePayload::decode(payload)?;
+    if !P::OPERATIONS.contains(&p.request.operation) {
+        return Ok(Verdict::accept().into_response(Mode::Enforce));
+    }
+    let settings =
+        crate::settings::reread(|| settings::<P>(p.settings())).map_err(invalid_settings)?;
+    judge::<P>(p.request, &settings, cluster)
+}
+
+fn invalid_settings(e: SettingsError) -> PolicyError {
+    PolicyError::Settings(SettingsError::new("", format!("invalid settings: {e}")))
+}
+
+fn judge<P: Policy>(
+    mut request: AdmissionRequest,
+    settings: &P::Settings,
+    cluster: &mut dyn Cluster,
+) -> Result<ValidationResponse, PolicyError> {
+    let mut lookups = Lookups::new(cluster);
+    let verdict = P::validate(&request, settings, &mut lookups)?;
+    // Edits are applied to the request's own object, which is no longer needed.
+    let object = std::mem::take(&mut request.object);
+    verdict.into_response_for(P::mode(settings), object)
 }
 
 /// The rejection for a kind the policy does not handle (SPEC 2.1.2).
@@ -136,16 +201,30 @@ mod tests {
 
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
+    struct RawDemoSettings {
+        forbidden: String,
+    }
+
     struct DemoSettings {
         forbidden: String,
     }
 
+    impl TryFrom<RawDemoSettings> for DemoSettings {
+        type Error = SettingsError;
+        fn try_from(raw: RawDemoSettings) -> Result<Self, SettingsError> {
+            if raw.forbidden.is_empty() {
+                return Err(SettingsError::new("forbidden", "must not be empty"));
+            }
+            Ok(DemoSettings {
+                forbidden: raw.forbidden,
+            })
+        }
+    }
+
     impl Policy for Demo {
         const NAME: &'static str = "demo-policy";
+        type RawSettings = RawDemoSettings;
         type Settings = DemoSettings;
-        fn settings(raw: Raw<'_>) -> Result<DemoSettings, SettingsError> {
-            crate::settings::decode(raw)
-        }
         fn validate(
             request: &AdmissionRequest,
             settings: &DemoSettings,
@@ -192,6 +271,59 @@ mod tests {
             r.message.as_deref(),
             Some("demo-policy does not handle v1 Endpoints")
         );
+    }
+
+    #[test]
+    fn operations_not_judged_are_accepted_before_the_settings_are_read() {
+        for op in ["DELETE", "CONNECT"] {
+            let req = json!({"kind": {"group": "", "version": "v1", "kind": "Endpoints"},
+                "operation": op, "object": {"metadata": {"name": "x"}}});
+            // Neither the unsupported kind nor settings that do not decode are looked at.
+            let r = run(req, json!({"forbidden": 1}));
+            assert!(r.accepted, "{op}: {:?}", r.message);
+            assert_eq!((r.code, r.mutated_object), (None, None));
+        }
+        let req = json!({"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "UPDATE",
+            "object": {"metadata": {"name": "x"}}});
+        let r = run(req, json!({"forbidden": 1}));
+        assert_eq!(
+            r.code,
+            Some(500),
+            "judged operations still decode the settings"
+        );
+    }
+
+    #[test]
+    fn settings_that_do_not_decode_or_validate_are_a_500_naming_the_path() {
+        let req = json!({"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+            "object": {"metadata": {"name": "x"}}});
+        for (settings, message) in [
+            (
+                json!({"forbidden": 1}),
+                "invalid settings: forbidden: invalid type: integer `1`, expected a string",
+            ),
+            (
+                json!({"forbidden": ""}),
+                "invalid settings: forbidden: must not be empty",
+            ),
+            (
+                json!({"other": "x"}),
+                "invalid settings: other: unknown field `other`, expected `forbidden`",
+            ),
+            (json!(null), "invalid settings: missing field `forbidden`"),
+        ] {
+            let r = run(req.clone(), settings.clone());
+            assert_eq!(r.code, Some(500), "{settings}");
+            assert_eq!(r.message.as_deref(), Some(message), "{settings}");
+        }
+    }
+
+    #[test]
+    fn settings_sent_before_the_request_are_read_too() {
+        let text = r#"{"settings": {"forbidden": "x"}, "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE", "object": {"metadata": {"name": "x"}}}}"#;
+        let r = evaluate::<Demo>(text.as_bytes(), &mut Objects::default());
+        assert_eq!(r.message.as_deref(), Some("metadata.name: forbidden"));
     }
 
     #[test]

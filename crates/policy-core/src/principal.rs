@@ -3,6 +3,7 @@
 use serde::Deserialize;
 
 use crate::error::SettingsError;
+use crate::message;
 use crate::names::NameList;
 use crate::request::UserInfo;
 
@@ -25,7 +26,7 @@ pub struct Glob {
 impl Glob {
     /// Builds a glob from its text.
     pub fn new(pattern: &str) -> Self {
-        let literal = !pattern.contains(['*', '?']);
+        let literal = !has_wildcard(pattern);
         Glob {
             pattern: if literal {
                 Vec::new()
@@ -89,6 +90,11 @@ impl Glob {
     }
 }
 
+/// Whether a glob has a wildcard (`*` or `?`).
+fn has_wildcard(pattern: &str) -> bool {
+    pattern.bytes().any(|b| b == b'*' || b == b'?')
+}
+
 /// Globs from settings (usernames, groups, namespaces), matched without trying every entry:
 /// a value equal to an entry matches it (every glob matches its own text), which a
 /// [`NameList`] answers; only the entries with wildcards are tried one by one.
@@ -111,7 +117,7 @@ impl GlobSet {
     pub fn new(entries: NameList) -> Self {
         let wildcards = entries
             .iter()
-            .filter(|e| e.contains(['*', '?']))
+            .filter(|e| has_wildcard(e))
             .map(Glob::new)
             .collect();
         GlobSet {
@@ -136,7 +142,7 @@ impl GlobSet {
     }
 
     /// The globs as written, in settings order.
-    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
         self.all.iter()
     }
 
@@ -237,7 +243,11 @@ impl Principals {
     ) -> Result<Self, SettingsError> {
         let (users, groups) = (GlobSet::new(users), GlobSet::new(groups));
         for (field, set) in [(fields[0], &users), (fields[1], &groups)] {
-            if let Some(i) = set.first_empty() {
+            // Settings re-read by `validate` were checked when the policy was loaded.
+            if let Some(i) = (!crate::settings::is_reread())
+                .then(|| set.first_empty())
+                .flatten()
+            {
                 return Err(SettingsError::new(
                     format!("{field}[{i}]"),
                     "must not be empty",
@@ -309,16 +319,15 @@ impl Principals {
     /// A description for messages: `users [a], groups [b], service accounts [ns:sa]`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        let list = |v: Vec<&str>| v.join(", ");
         if !self.users.is_empty() {
-            parts.push(format!("users [{}]", list(self.users.iter().collect())));
+            parts.push(format!("users {}", message::bracketed(self.users.iter())));
         }
         if !self.groups.is_empty() {
-            parts.push(format!("groups [{}]", list(self.groups.iter().collect())));
+            parts.push(format!("groups {}", message::bracketed(self.groups.iter())));
         }
         if !self.service_accounts.is_empty() {
-            let sas: Vec<String> = self.service_accounts.iter().map(|s| s.describe()).collect();
-            parts.push(format!("service accounts [{}]", sas.join(", ")));
+            let sas = self.service_accounts.iter().map(|s| s.describe());
+            parts.push(format!("service accounts {}", message::bracketed(sas)));
         }
         if parts.is_empty() {
             "nobody".to_owned()

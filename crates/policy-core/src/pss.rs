@@ -49,12 +49,22 @@ impl Level {
 
     /// Parses `privileged`, `baseline` or `restricted`.
     pub fn parse(s: &str) -> Option<Level> {
-        match s {
-            "privileged" => Some(Level::Privileged),
-            "baseline" => Some(Level::Baseline),
-            "restricted" => Some(Level::Restricted),
-            _ => None,
-        }
+        crate::settings::ExactName::from_name(s)
+    }
+}
+
+impl crate::settings::ExactName for Level {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("privileged", Level::Privileged),
+        ("baseline", Level::Baseline),
+        ("restricted", Level::Restricted),
+    ];
+}
+
+/// Settings name a level exactly (`"strict" is not one of privileged, baseline, restricted`).
+impl<'de> serde::Deserialize<'de> for Level {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::settings::exact_name(deserializer)
     }
 }
 

@@ -2,8 +2,11 @@
 //! generic JSON (SPEC 2.1).
 
 use std::collections::BTreeSet;
+use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -216,6 +219,116 @@ impl<'a> ValidatePayload<'a> {
     }
 }
 
+/// A `validate` payload decoded in one pass (README "What every policy guarantees": cost):
+/// the request, then the settings straight into the policy's raw settings type `R` — or
+/// skipped when the operation is not judged. Hosts send the request first; settings that
+/// come first are kept as text and decoded once the operation is known.
+#[derive(Debug)]
+pub struct OnePassPayload<'a, R> {
+    /// The admission request.
+    pub request: AdmissionRequest,
+    /// The settings.
+    pub settings: PayloadSettings<'a, R>,
+}
+
+/// The settings of a [`OnePassPayload`].
+#[derive(Debug)]
+pub enum PayloadSettings<'a, R> {
+    /// Not read: the operation is not judged.
+    Skipped,
+    /// Decoded; `None` when absent or `null` (read as `{}`).
+    Decoded(Option<R>),
+    /// Sent before the request: the text, to be decoded if the operation is judged.
+    Deferred(Option<&'a RawValue>),
+}
+
+impl<'a, R: DeserializeOwned> OnePassPayload<'a, R> {
+    /// Decodes `payload`, reading the settings only for an operation in `judged`; `None`
+    /// when anything does not decode (decode again with [`ValidatePayload::decode`] and the
+    /// policy's settings parser to name the problem).
+    pub fn decode(payload: &'a [u8], judged: &[Operation]) -> Option<Self> {
+        let text = std::str::from_utf8(payload).ok()?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let seed = OnePassSeed {
+            judged,
+            raw: PhantomData,
+        };
+        let decoded = seed.deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        Some(decoded)
+    }
+}
+
+struct OnePassSeed<'j, R> {
+    judged: &'j [Operation],
+    raw: PhantomData<R>,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum PayloadField {
+    Request,
+    Settings,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de, R: DeserializeOwned> DeserializeSeed<'de> for OnePassSeed<'_, R> {
+    type Value = OnePassPayload<'de, R>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, R: DeserializeOwned> Visitor<'de> for OnePassSeed<'_, R> {
+    type Value = OnePassPayload<'de, R>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a validate payload")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let mut request: Option<AdmissionRequest> = None;
+        let mut settings: Option<PayloadSettings<'de, R>> = None;
+        while let Some(field) = map.next_key::<PayloadField>()? {
+            match field {
+                PayloadField::Request if request.is_some() => {
+                    return Err(A::Error::duplicate_field("request"));
+                }
+                PayloadField::Request => request = Some(map.next_value()?),
+                PayloadField::Settings if settings.is_some() => {
+                    return Err(A::Error::duplicate_field("settings"));
+                }
+                PayloadField::Settings => {
+                    settings = Some(match &request {
+                        Some(r) if !self.judged.contains(&r.operation) => {
+                            map.next_value::<IgnoredAny>()?;
+                            PayloadSettings::Skipped
+                        }
+                        Some(_) => PayloadSettings::Decoded(map.next_value()?),
+                        None => PayloadSettings::Deferred(map.next_value()?),
+                    });
+                }
+                PayloadField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let request = request.ok_or_else(|| A::Error::missing_field("request"))?;
+        let settings = match settings {
+            Some(PayloadSettings::Deferred(_)) | None
+                if !self.judged.contains(&request.operation) =>
+            {
+                PayloadSettings::Skipped
+            }
+            Some(s) => s,
+            None => PayloadSettings::Decoded(None),
+        };
+        Ok(OnePassPayload { request, settings })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,6 +421,86 @@ mod tests {
             r.old_object().unwrap_err().to_string(),
             "request.oldObject: expected an object"
         );
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Names {
+        allowed: Vec<String>,
+    }
+
+    const JUDGED: &[Operation] = &[Operation::Create, Operation::Update];
+
+    fn one_pass(text: &str) -> Option<OnePassPayload<'_, Names>> {
+        OnePassPayload::decode(text.as_bytes(), JUDGED)
+    }
+
+    const POD: &str = r#"{"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE", "object": {}}"#;
+    const DELETE: &str =
+        r#"{"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "DELETE"}"#;
+
+    #[test]
+    fn one_pass_decodes_the_settings_of_judged_operations() {
+        let text = format!(r#"{{"request": {POD}, "settings": {{"allowed": ["a"]}}}}"#);
+        let p = one_pass(&text).unwrap();
+        assert_eq!(p.request.operation, Operation::Create);
+        assert!(
+            matches!(p.settings, PayloadSettings::Decoded(Some(Names { ref allowed })) if allowed == &["a"])
+        );
+        for text in [
+            format!(r#"{{"request": {POD}, "settings": null}}"#),
+            format!(r#"{{"request": {POD}}}"#),
+        ] {
+            assert!(
+                matches!(
+                    one_pass(&text).unwrap().settings,
+                    PayloadSettings::Decoded(None)
+                ),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_pass_skips_the_settings_of_other_operations() {
+        // Settings that would not decode are not even read.
+        for text in [
+            format!(r#"{{"request": {DELETE}, "settings": {{"allowed": 1}}}}"#),
+            format!(r#"{{"settings": {{"allowed": 1}}, "request": {DELETE}}}"#),
+            format!(r#"{{"request": {DELETE}}}"#),
+        ] {
+            assert!(
+                matches!(one_pass(&text).unwrap().settings, PayloadSettings::Skipped),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_pass_defers_settings_sent_first() {
+        let text =
+            format!(r#"{{"settings": {{"allowed": ["a"]}}, "extra": [1], "request": {POD}}}"#);
+        match one_pass(&text).unwrap().settings {
+            PayloadSettings::Deferred(Some(raw)) => assert_eq!(raw.get(), r#"{"allowed": ["a"]}"#),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn one_pass_gives_up_on_anything_malformed() {
+        for text in [
+            format!(r#"{{"request": {POD}, "settings": {{"allowed": 1}}}}"#),
+            format!(r#"{{"request": {POD}, "settings": {{"other": []}}}}"#),
+            format!(r#"{{"request": {POD}, "request": {POD}}}"#),
+            format!(r#"{{"request": {POD}, "settings": {{"allowed": []}}, "settings": null}}"#),
+            format!(r#"{{"request": {POD}}} trailing"#),
+            r#"{"settings": {"allowed": []}}"#.to_owned(),
+            r#"{"request": {"operation": "PATCH"}}"#.to_owned(),
+            "[]".to_owned(),
+        ] {
+            assert!(one_pass(&text).is_none(), "{text}");
+        }
+        assert!(OnePassPayload::<Names>::decode(b"\xff", JUDGED).is_none());
     }
 
     #[test]

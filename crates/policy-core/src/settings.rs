@@ -1,7 +1,7 @@
 //! Settings-validation helpers: strict decoding with the offending settings path, and small
 //! checks shared by every policy (SPEC 2.13).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::hash::Hash;
 
@@ -13,6 +13,41 @@ use crate::names::NameList;
 
 thread_local! {
     static REREAD: Cell<bool> = const { Cell::new(false) };
+    /// The last error of [`converted`], whose own path [`decode`] joins to the path of the
+    /// value that failed.
+    static CONVERSION: RefCell<Option<SettingsError>> = const { RefCell::new(None) };
+}
+
+/// The outcome of validating a value while it is deserialized (a `Deserialize` impl that
+/// decodes a raw form and validates it at once, so that no list of raw entries is kept),
+/// as a deserialization error. [`decode`] reports the error at the value's settings path
+/// joined with the error's own path: `protectedTaints[3]` + `key` gives
+/// `protectedTaints[3].key: must not be empty`.
+///
+/// ```
+/// use policy_core::SettingsError;
+/// #[derive(Debug)]
+/// struct Port(u16);
+/// impl<'de> serde::Deserialize<'de> for Port {
+///     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+///         let n = u16::deserialize(d)?;
+///         policy_core::settings::converted(match n {
+///             0 => Err(SettingsError::new("", "must not be 0")),
+///             n => Ok(Port(n)),
+///         })
+///     }
+/// }
+/// #[derive(Debug, serde::Deserialize)]
+/// struct S { #[allow(dead_code)] ports: Vec<Port> }
+/// let err = policy_core::settings::decode::<S>(&serde_json::json!({"ports": [80, 0]})).unwrap_err();
+/// assert_eq!(err.to_string(), "ports[1]: must not be 0");
+/// ```
+pub fn converted<T, E: serde::de::Error>(result: Result<T, SettingsError>) -> Result<T, E> {
+    result.map_err(|e| {
+        let message = e.to_string();
+        CONVERSION.with(|c| *c.borrow_mut() = Some(e));
+        E::custom(message)
+    })
 }
 
 /// Whether settings are being re-read by `validate` (SPEC 2.16): the host validated them
@@ -110,12 +145,79 @@ pub fn decode<'a, T: DeserializeOwned>(raw: impl Into<Raw<'a>>) -> Result<T, Set
     }
 }
 
+/// A value that settings name exactly, such as an API enum value (`NoSchedule`): the names,
+/// in the order a refusal lists them.
+pub trait ExactName: Sized + Copy + 'static {
+    /// Every value with its name.
+    const NAMES: &'static [(&'static str, Self)];
+
+    /// The value named exactly `name`.
+    fn from_name(name: &str) -> Option<Self> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, value)| *value)
+    }
+}
+
+/// Deserializes an [`ExactName`]; any other string is refused as `"x" is not one of A, B, C`.
+///
+/// ```
+/// use policy_core::settings::{ExactName, exact_name};
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// enum Mode { On, Off }
+/// impl ExactName for Mode {
+///     const NAMES: &'static [(&'static str, Self)] = &[("on", Mode::On), ("off", Mode::Off)];
+/// }
+/// let mut de = serde_json::Deserializer::from_str(r#""on""#);
+/// assert_eq!(exact_name::<Mode, _>(&mut de).unwrap(), Mode::On);
+/// let mut de = serde_json::Deserializer::from_str(r#""auto""#);
+/// let err = exact_name::<Mode, _>(&mut de).unwrap_err().to_string();
+/// assert!(err.starts_with(r#""auto" is not one of on, off"#), "{err}");
+/// ```
+pub fn exact_name<'de, T: ExactName, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    struct NameVisitor<T>(std::marker::PhantomData<T>);
+    impl<T: ExactName> serde::de::Visitor<'_> for NameVisitor<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("one of ")?;
+            f.write_str(&names::<T>())
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+            T::from_name(v)
+                .ok_or_else(|| E::custom(format!("{v:?} is not one of {}", names::<T>())))
+        }
+    }
+    fn names<T: ExactName>() -> String {
+        let names: Vec<&str> = T::NAMES.iter().map(|(n, _)| *n).collect();
+        names.join(", ")
+    }
+    deserializer.deserialize_str(NameVisitor(std::marker::PhantomData))
+}
+
+/// Decodes raw settings into `R` ([`decode`]) and validates them into `S`.
+pub fn parse<'a, R, S>(raw: impl Into<Raw<'a>>) -> Result<S, SettingsError>
+where
+    R: DeserializeOwned,
+    S: TryFrom<R, Error = SettingsError>,
+{
+    S::try_from(decode::<R>(raw)?)
+}
+
 /// Decodes `value`, naming the settings path of a failure.
 fn decode_tracked<T: DeserializeOwned>(value: &Value) -> Result<T, SettingsError> {
+    CONVERSION.with(|c| c.borrow_mut().take());
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        SettingsError::new(path, e.into_inner().to_string())
+        let message = e.into_inner().to_string();
+        // A validation error raised while deserializing carries its own path.
+        match CONVERSION.with(|c| c.borrow_mut().take()) {
+            Some(inner) if inner.to_string() == message => inner.under(&path),
+            _ => SettingsError::new(path, message),
+        }
     })
 }
 
@@ -198,6 +300,42 @@ mod tests {
         );
         let err = decode::<Outer>(&json!({"other": 1})).unwrap_err();
         assert!(err.to_string().contains("unknown field `other`"), "{err}");
+    }
+
+    #[derive(Debug)]
+    struct Checked(String);
+
+    impl<'de> Deserialize<'de> for Checked {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let inner = Inner::deserialize(d)?;
+            converted(match inner.key.as_str() {
+                "" => Err(SettingsError::new("key", "must not be empty")),
+                _ => Ok(Checked(inner.key)),
+            })
+        }
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Holder {
+        items: Vec<Checked>,
+        #[allow(dead_code)]
+        #[serde(default)]
+        n: u8,
+    }
+
+    #[test]
+    fn validation_while_decoding_keeps_both_paths() {
+        let raw = r#"{"items": [{"key": "a"}, {"key": ""}]}"#;
+        let err = decode::<Holder>(Raw::Json(raw)).unwrap_err();
+        assert_eq!(err.to_string(), "items[1].key: must not be empty");
+        let ok = decode::<Holder>(Raw::Json(r#"{"items": [{"key": "a"}]}"#)).unwrap();
+        assert_eq!(ok.items.len(), 1);
+        assert_eq!(ok.items[0].0, "a");
+        // A validation error that is not the one reported is not reused.
+        let _ = decode::<Holder>(Raw::Json(raw));
+        let err = decode::<Holder>(&json!({"items": [], "n": 300})).unwrap_err();
+        assert!(err.to_string().starts_with("n: invalid value"), "{err}");
     }
 
     #[test]

@@ -2,14 +2,16 @@
 
 use std::fmt;
 
-use serde::Deserialize;
+use serde::de::{Deserialize, Deserializer};
+
+use crate::settings::{ExactName, exact_name};
 
 use crate::error::{PolicyError, SettingsError};
 use crate::json::At;
 use crate::path::FieldPath;
 
-/// A taint effect.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+/// A taint effect; settings name it exactly (`"Never" is not one of NoSchedule, ...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Effect {
     /// `NoSchedule`
     NoSchedule,
@@ -22,12 +24,7 @@ pub enum Effect {
 impl Effect {
     /// Parses an effect name exactly.
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "NoSchedule" => Some(Effect::NoSchedule),
-            "PreferNoSchedule" => Some(Effect::PreferNoSchedule),
-            "NoExecute" => Some(Effect::NoExecute),
-            _ => None,
-        }
+        Self::from_name(s)
     }
 
     /// The effect's name.
@@ -37,6 +34,20 @@ impl Effect {
             Effect::PreferNoSchedule => "PreferNoSchedule",
             Effect::NoExecute => "NoExecute",
         }
+    }
+}
+
+impl ExactName for Effect {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("NoSchedule", Effect::NoSchedule),
+        ("PreferNoSchedule", Effect::PreferNoSchedule),
+        ("NoExecute", Effect::NoExecute),
+    ];
+}
+
+impl<'de> Deserialize<'de> for Effect {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        exact_name(deserializer)
     }
 }
 
@@ -52,25 +63,12 @@ pub struct Taint {
 }
 
 impl Taint {
-    /// Validates a taint from settings.
-    pub fn new(key: &str, value: &str, effect: Option<&str>) -> Result<Self, SettingsError> {
+    /// Validates a taint from settings (its key must not be empty).
+    pub fn new(key: String, value: String, effect: Option<Effect>) -> Result<Self, SettingsError> {
         if key.is_empty() {
             return Err(SettingsError::new("key", "must not be empty"));
         }
-        let effect = match effect {
-            None => None,
-            Some(e) => Some(Effect::parse(e).ok_or_else(|| {
-                SettingsError::new(
-                    "effect",
-                    format!("{e:?} is not one of NoSchedule, PreferNoSchedule, NoExecute"),
-                )
-            })?),
-        };
-        Ok(Taint {
-            key: key.to_owned(),
-            value: value.to_owned(),
-            effect,
-        })
+        Ok(Taint { key, value, effect })
     }
 }
 
@@ -156,7 +154,8 @@ mod tests {
     use serde_json::json;
 
     fn taint(effect: Option<&str>) -> Taint {
-        Taint::new("dedicated", "tenantA", effect).unwrap()
+        let effect = effect.map(|e| Effect::parse(e).unwrap());
+        Taint::new("dedicated".into(), "tenantA".into(), effect).unwrap()
     }
 
     fn tol(v: serde_json::Value) -> bool {
@@ -202,10 +201,21 @@ mod tests {
     #[test]
     fn taint_validation_and_display() {
         assert_eq!(
-            Taint::new("", "x", None).unwrap_err().to_string(),
+            Taint::new(String::new(), "x".into(), None)
+                .unwrap_err()
+                .to_string(),
             "key: must not be empty"
         );
-        assert!(Taint::new("k", "v", Some("Sometimes")).is_err());
+        assert_eq!(
+            serde_json::from_value::<Effect>(json!("Sometimes"))
+                .unwrap_err()
+                .to_string(),
+            "\"Sometimes\" is not one of NoSchedule, PreferNoSchedule, NoExecute"
+        );
+        assert_eq!(
+            serde_json::from_value::<Effect>(json!("NoExecute")).unwrap(),
+            Effect::NoExecute
+        );
         assert_eq!(
             taint(Some("NoSchedule")).to_string(),
             "dedicated=tenantA:NoSchedule"

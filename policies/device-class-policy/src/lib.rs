@@ -9,8 +9,7 @@ use policy_core::cluster::Lookups;
 use policy_core::json::At;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::settings::Raw;
-use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
+use policy_core::{FieldPath, PolicyError, Verdict};
 
 pub use settings::Settings;
 
@@ -34,11 +33,10 @@ fn admin_access(
 
 impl Policy for DeviceClassPolicy {
     const NAME: &'static str = "device-class-policy";
+    type RawSettings = settings::RawSettings;
     type Settings = Settings;
-
-    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
-        Settings::parse(raw)
-    }
+    /// Claim specs are immutable: only CREATE is judged.
+    const OPERATIONS: &'static [Operation] = &[Operation::Create];
 
     fn validate(
         request: &AdmissionRequest,
@@ -54,10 +52,6 @@ impl Policy for DeviceClassPolicy {
             "ResourceClaimTemplate" if served => true,
             _ => return Err(unsupported_kind(Self::NAME, request)),
         };
-        // Claim specs are immutable: only CREATE is judged.
-        if request.operation != Operation::Create {
-            return Ok(Verdict::accept());
-        }
         let object = request.object()?;
         let mut spec = object
             .get_object("spec")?

@@ -5,6 +5,9 @@ use policy_core::SettingsError;
 use policy_core::class::ClassAllowList;
 use policy_core::cluster::OnLookupError;
 use policy_core::settings::{Raw, decode};
+
+/// The settings as written: a class allow-list at the top level, and the policy's own fields.
+pub use policy_core::class::TopLevel as RawSettings;
 use serde::Deserialize;
 
 /// API versions DeviceClasses can be fetched with.
@@ -38,7 +41,15 @@ pub struct Settings {
 impl Settings {
     /// Decodes and validates raw settings.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        let (classes, rest) = ClassAllowList::from_top_level(raw, false)?;
+        policy_core::settings::parse::<RawSettings, Self>(raw)
+    }
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = SettingsError;
+
+    fn try_from(top: RawSettings) -> Result<Self, SettingsError> {
+        let (classes, rest) = top.split(false)?;
         let rest: RawRest = decode(&rest)?;
         let classes = classes.ok_or_else(|| {
             SettingsError::new(

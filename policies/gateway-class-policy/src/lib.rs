@@ -5,8 +5,7 @@ use policy_core::class::{ClassKind, ClassPolicySettings, record};
 use policy_core::cluster::Lookups;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::settings::Raw;
-use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
+use policy_core::{FieldPath, PolicyError, Verdict};
 use serde_json::{Value, json};
 
 /// The policy's settings: a class allow-list and `onLookupError`.
@@ -32,11 +31,8 @@ fn class_name(object: &Value) -> Option<&str> {
 
 impl Policy for GatewayClassPolicy {
     const NAME: &'static str = "gateway-class-policy";
+    type RawSettings = policy_core::class::TopLevel;
     type Settings = Settings;
-
-    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
-        ClassPolicySettings::parse(raw)
-    }
 
     fn validate(
         request: &AdmissionRequest,
@@ -50,11 +46,7 @@ impl Policy for GatewayClassPolicy {
         {
             return Err(unsupported_kind(Self::NAME, request));
         }
-        let create = match request.operation {
-            Operation::Create => true,
-            Operation::Update => false,
-            Operation::Delete | Operation::Connect => return Ok(Verdict::accept()),
-        };
+        let create = request.operation == Operation::Create;
         let object = request.object()?;
         let spec = object
             .get_object("spec")?

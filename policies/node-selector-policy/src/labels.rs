@@ -1,6 +1,10 @@
 //! Label keys and values (Kubernetes `IsQualifiedName` / `IsValidLabelValue`) and the
 //! `key=value[,key=value]` node-selector annotation format.
 
+use std::collections::HashMap;
+
+use policy_core::names::NameMap;
+
 fn is_name_part(s: &str, max: usize) -> bool {
     let bytes = s.as_bytes();
     let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
@@ -50,20 +54,24 @@ pub fn is_label_value(value: &str) -> bool {
 /// item lacks `=`, uses `==`, or has an invalid key or value. A repeated key keeps its last
 /// value at the position of its first occurrence (as Kubernetes'
 /// `labels.ConvertSelectorToLabelsMap`, which APPUiO and PodNodeSelector use).
-pub fn parse_selector(text: &str) -> Option<Vec<(String, String)>> {
-    let mut pairs: Vec<(String, String)> = Vec::new();
+pub fn parse_selector(text: &str) -> Option<NameMap> {
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    let mut positions: HashMap<&str, usize> = HashMap::new();
     for item in text.split(',') {
         let (k, v) = item.split_once('=')?;
         let (k, v) = (k.trim(), v.trim());
         if !(is_label_key(k) && is_label_value(v)) {
             return None;
         }
-        match pairs.iter_mut().find(|(key, _)| key == k) {
-            Some(pair) => pair.1 = v.to_owned(),
-            None => pairs.push((k.to_owned(), v.to_owned())),
+        match positions.get(k).and_then(|&i| pairs.get_mut(i)) {
+            Some(pair) => pair.1 = v,
+            None => {
+                positions.insert(k, pairs.len());
+                pairs.push((k, v));
+            }
         }
     }
-    Some(pairs)
+    Some(pairs.into_iter().collect())
 }
 
 #[cfg(test)]
@@ -84,28 +92,42 @@ mod tests {
         assert_eq!(is_label_key(key), ok);
     }
 
+    fn pairs(text: &str) -> Option<Vec<(String, String)>> {
+        parse_selector(text).map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect()
+        })
+    }
+
     #[test]
     fn selectors() {
+        let owned = |v: &[(&str, &str)]| {
+            Some(
+                v.iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect::<Vec<_>>(),
+            )
+        };
         assert_eq!(
-            parse_selector("appuio.io/node-class=plus, zone=a"),
-            Some(vec![
-                ("appuio.io/node-class".into(), "plus".into()),
-                ("zone".into(), "a".into())
-            ])
+            pairs("appuio.io/node-class=plus, zone=a"),
+            owned(&[("appuio.io/node-class", "plus"), ("zone", "a")])
         );
-        assert_eq!(parse_selector("a="), Some(vec![("a".into(), "".into())]));
-        assert_eq!(parse_selector("bad"), None);
-        assert_eq!(parse_selector("a==b"), None);
-        assert_eq!(parse_selector("a=b,"), None);
-        assert_eq!(parse_selector("a=b c"), None);
-        assert_eq!(parse_selector("a=b=c"), None);
-        assert_eq!(
-            parse_selector(" a = b "),
-            Some(vec![("a".into(), "b".into())])
-        );
-        assert_eq!(
-            parse_selector("a=b,c=d,a=e"),
-            Some(vec![("a".into(), "e".into()), ("c".into(), "d".into())])
-        );
+        assert_eq!(pairs("a="), owned(&[("a", "")]));
+        assert_eq!(pairs("bad"), None);
+        assert_eq!(pairs("a==b"), None);
+        assert_eq!(pairs("a=b,"), None);
+        assert_eq!(pairs("a=b c"), None);
+        assert_eq!(pairs("a=b=c"), None);
+        assert_eq!(pairs(" a = b "), owned(&[("a", "b")]));
+        assert_eq!(pairs("a=b,c=d,a=e"), owned(&[("a", "e"), ("c", "d")]));
+    }
+
+    #[test]
+    fn repeated_keys_in_a_long_selector_are_merged_in_one_pass() {
+        let text: Vec<String> = (0..20_000).map(|i| format!("k{}=v{i}", i % 100)).collect();
+        let map = parse_selector(&text.join(",")).unwrap();
+        assert_eq!(map.len(), 100);
+        assert_eq!(map.get("k7"), Some("v19907"));
     }
 }

@@ -5,16 +5,16 @@
 pub mod labels;
 pub mod settings;
 
-use std::collections::BTreeMap;
+use std::collections::HashSet;
 
 use policy_core::class::skip_on_lookup_error;
 use policy_core::cluster::{GetRequest, Lookups};
+use policy_core::names::NameMap;
 use policy_core::pod::PodView;
 use policy_core::policy::Policy;
 use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::settings::Raw;
 use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
+use policy_core::{FieldPath, PolicyError, Verdict};
 use serde_json::{Value, json};
 
 pub use settings::{DefaultMode, Settings};
@@ -24,11 +24,8 @@ pub struct NodeSelectorPolicy;
 
 impl Policy for NodeSelectorPolicy {
     const NAME: &'static str = "node-selector-policy";
+    type RawSettings = settings::RawSettings;
     type Settings = Settings;
-
-    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
-        Settings::parse(raw)
-    }
 
     fn validate(
         request: &AdmissionRequest,
@@ -67,8 +64,8 @@ fn required_conflicts(
     verdict: &mut Verdict,
 ) {
     for (key, value) in selector {
-        if let Some(required) = settings.required_node_selector.get(*key)
-            && required != value
+        if let Some(required) = settings.required_node_selector.get(key)
+            && required != *value
         {
             verdict.violation(
                 &selector_path(pod).key(key),
@@ -107,30 +104,23 @@ fn pod_create(
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
     let submitted = pod.spec.get_string_map("nodeSelector")?;
-    let mut present: BTreeMap<String, String> = submitted
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    let mut added: Vec<(String, String)> = Vec::new();
     // Rule 1: required pairs.
     required_conflicts(pod, &submitted, settings, verdict);
-    for (key, value) in &settings.required_node_selector {
-        if !present.contains_key(key) {
-            present.insert(key.clone(), value.clone());
-            added.push((key.clone(), value.clone()));
-        }
-    }
     // Rules 2 and 3: defaults never override the Pod's or the required values.
     let wanted = match settings.default_mode {
         DefaultMode::MissingKeys => true,
         DefaultMode::WhenEmpty => submitted.is_empty(),
     };
-    if wanted && let Some(defaults) = defaults(request, settings, lookups, verdict)? {
-        for (key, value) in defaults {
-            if !present.contains_key(&key) {
-                present.insert(key.clone(), value.clone());
-                added.push((key, value));
-            }
+    let defaults = match wanted {
+        true => defaults(request, settings, lookups, verdict)?,
+        false => None,
+    };
+    let mut present: HashSet<&str> = submitted.iter().map(|(k, _)| *k).collect();
+    let mut added: Vec<(&str, &str)> = Vec::new();
+    let required = settings.required_node_selector.iter();
+    for (key, value) in required.chain(defaults.iter().flat_map(NameMap::iter)) {
+        if present.insert(key) {
+            added.push((key, value));
         }
     }
     // Rules 4 and 5: nodeName pinning bypasses the scheduler; check the Node.
@@ -143,9 +133,9 @@ fn pod_create(
             Ok(None) => verdict.violation(&path, format!("Node {node:?} does not exist")),
             Ok(Some(found)) => {
                 let labels = found.get("metadata").and_then(|m| m.get("labels"));
-                for (key, value) in &settings.required_node_selector {
+                for (key, value) in settings.required_node_selector.iter() {
                     let label = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-                    if label != Some(value.as_str()) {
+                    if label != Some(value) {
                         let has = match label {
                             Some(l) => format!("{key}={l}"),
                             None => format!("no {key} label"),
@@ -161,7 +151,7 @@ fn pod_create(
     }
     if verdict.is_clean() && !added.is_empty() {
         for (key, value) in added {
-            verdict.edit_set(&["spec", "nodeSelector"], &key, json!(value));
+            verdict.edit_set(&["spec", "nodeSelector"], key, json!(value));
         }
     }
     Ok(())
@@ -175,14 +165,8 @@ fn defaults(
     settings: &Settings,
     lookups: &mut Lookups<'_>,
     verdict: &mut Verdict,
-) -> Result<Option<Vec<(String, String)>>, PolicyError> {
-    let from_settings = || {
-        settings
-            .default_node_selector
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect::<Vec<_>>()
-    };
+) -> Result<Option<NameMap>, PolicyError> {
+    let from_settings = || settings.default_node_selector.clone();
     let Some(annotation) = &settings.default_node_selector_annotation else {
         return Ok(Some(from_settings()));
     };

@@ -1,10 +1,9 @@
 //! Settings of node-selector-policy.
 
-use std::collections::BTreeMap;
-
 use policy_core::SettingsError;
 use policy_core::cluster::OnLookupError;
-use policy_core::settings::{Raw, decode};
+use policy_core::names::NameMap;
+use policy_core::settings::{Raw, is_reread};
 use serde::Deserialize;
 
 use crate::labels::{is_label_key, is_label_value};
@@ -20,13 +19,14 @@ pub enum DefaultMode {
     WhenEmpty,
 }
 
+/// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawSettings {
+pub struct RawSettings {
     #[serde(default)]
-    required_node_selector: BTreeMap<String, String>,
+    required_node_selector: NameMap,
     #[serde(default)]
-    default_node_selector: BTreeMap<String, String>,
+    default_node_selector: NameMap,
     default_node_selector_annotation: Option<String>,
     default_mode: Option<DefaultMode>,
     #[serde(default)]
@@ -37,10 +37,10 @@ struct RawSettings {
 /// Validated settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// Pairs every Pod must carry (merged on CREATE, conflicts rejected).
-    pub required_node_selector: BTreeMap<String, String>,
-    /// Pairs added when the Pod does not choose them.
-    pub default_node_selector: BTreeMap<String, String>,
+    /// Pairs every Pod must carry (merged on CREATE in this order, conflicts rejected).
+    pub required_node_selector: NameMap,
+    /// Pairs added when the Pod does not choose them, in this order.
+    pub default_node_selector: NameMap,
     /// Namespace annotation replacing `default_node_selector` there.
     pub default_node_selector_annotation: Option<String>,
     /// How defaults are added.
@@ -51,8 +51,21 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-fn check_map(name: &str, map: &BTreeMap<String, String>) -> Result<(), SettingsError> {
-    for (k, v) in map {
+/// Refuses invalid label keys and values and repeated keys. Skipped when settings are re-read
+/// (`validate`): the host validated them when it loaded the policy, and these checks cannot
+/// change a verdict.
+fn check_map(name: &str, map: &NameMap) -> Result<(), SettingsError> {
+    if is_reread() {
+        return Ok(());
+    }
+    if let Some(i) = map.first_duplicate() {
+        let key = map.iter().nth(i).map(|(k, _)| k).unwrap_or_default();
+        return Err(SettingsError::new(
+            format!("{name}[{key:?}]"),
+            "repeated key",
+        ));
+    }
+    for (k, v) in map.iter() {
         if !is_label_key(k) {
             return Err(SettingsError::new(
                 format!("{name}[{k:?}]"),
@@ -72,7 +85,14 @@ fn check_map(name: &str, map: &BTreeMap<String, String>) -> Result<(), SettingsE
 impl Settings {
     /// Decodes and validates raw settings.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        let raw: RawSettings = decode(raw)?;
+        policy_core::settings::parse::<RawSettings, Self>(raw)
+    }
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
         check_map("requiredNodeSelector", &raw.required_node_selector)?;
         check_map("defaultNodeSelector", &raw.default_node_selector)?;
         if let Some(a) = &raw.default_node_selector_annotation
@@ -83,7 +103,7 @@ impl Settings {
                 format!("{a:?} is not a valid annotation key"),
             ));
         }
-        for (k, v) in &raw.default_node_selector {
+        for (k, v) in raw.default_node_selector.iter() {
             if let Some(r) = raw.required_node_selector.get(k)
                 && r != v
             {
@@ -129,9 +149,17 @@ mod tests {
     #[case(json!({"forbidNodeName": true, "defaultMode": "always"}), "defaultMode: unknown variant `always`")]
     #[case(json!({"defaultNodeSelectorAnnotation": "not an annotation"}), "defaultNodeSelectorAnnotation: \"not an annotation\" is not a valid annotation key")]
     #[case(json!({"forbidNodeName": true, "nodeSelector": {}}), "nodeSelector: unknown field `nodeSelector`")]
+    #[case(json!({"requiredNodeSelector": {"pool": 1}}), "requiredNodeSelector.pool: invalid type: integer `1`, expected a string")]
     fn refused(#[case] raw: Value, #[case] message: &str) {
         let err = Settings::parse(&raw).unwrap_err().to_string();
         assert!(err.starts_with(message), "{err}");
+    }
+
+    #[test]
+    fn repeated_keys_are_refused() {
+        let raw = r#"{"requiredNodeSelector": {"pool": "a", "zone": "b", "pool": "c"}}"#;
+        let err = Settings::parse(Raw::Json(raw)).unwrap_err().to_string();
+        assert_eq!(err, "requiredNodeSelector[\"pool\"]: repeated key");
     }
 
     #[test]

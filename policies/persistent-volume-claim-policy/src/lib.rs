@@ -12,8 +12,7 @@ use policy_core::mutation::{push, set};
 use policy_core::pod::{PodKind, PodView};
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::settings::Raw;
-use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
+use policy_core::{FieldPath, PolicyError, Verdict};
 use serde_json::{Value, json};
 
 pub use settings::{Settings, VolumeBinding};
@@ -142,11 +141,8 @@ fn changed(request: &AdmissionRequest, pointer: &str) -> Result<bool, PolicyErro
 
 impl Policy for PersistentVolumeClaimPolicy {
     const NAME: &'static str = "persistent-volume-claim-policy";
+    type RawSettings = settings::RawSettings;
     type Settings = Settings;
-
-    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
-        Settings::parse(raw)
-    }
 
     fn validate(
         request: &AdmissionRequest,
@@ -158,9 +154,6 @@ impl Policy for PersistentVolumeClaimPolicy {
         let pod_kind = PodKind::of_request(request);
         if !is_claim && pod_kind.is_none() {
             return Err(unsupported_kind(Self::NAME, request));
-        }
-        if !matches!(request.operation, Operation::Create | Operation::Update) {
-            return Ok(Verdict::accept());
         }
         let mut verdict = Verdict::accept();
         if is_claim {

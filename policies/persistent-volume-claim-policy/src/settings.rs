@@ -4,15 +4,16 @@
 use policy_core::SettingsError;
 use policy_core::class::{ClassAllowList, ClassAllowListSettings};
 use policy_core::cluster::OnLookupError;
-use policy_core::settings::{Raw, decode};
+use policy_core::settings::Raw;
 use serde::Deserialize;
 
 /// The default tenant label on Namespaces and PersistentVolumes.
 pub const DEFAULT_TENANT_LABEL: &str = "capsule.clastix.io/tenant";
 
+/// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawSettings {
+pub struct RawSettings {
     storage_classes: Option<ClassAllowListSettings>,
     replace_cluster_default: Option<bool>,
     volume_binding: Option<RawVolumeBinding>,
@@ -54,7 +55,14 @@ pub struct Settings {
 impl Settings {
     /// Decodes and validates raw settings.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        let raw: RawSettings = decode(raw)?;
+        policy_core::settings::parse::<RawSettings, Self>(raw)
+    }
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
         if raw.storage_classes.is_none() && raw.volume_binding.is_none() {
             return Err(SettingsError::new(
                 "",

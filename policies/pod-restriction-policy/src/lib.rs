@@ -13,8 +13,7 @@ use policy_core::json::At;
 use policy_core::pod::{PodKind, PodView, pod_spec_changed};
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::settings::Raw;
-use policy_core::{FieldPath, Mode, PolicyError, SettingsError, Verdict};
+use policy_core::{FieldPath, Mode, PolicyError, Verdict};
 use serde_json::Value;
 
 use crate::fields::Template;
@@ -25,11 +24,8 @@ pub struct PodRestrictionPolicy;
 
 impl Policy for PodRestrictionPolicy {
     const NAME: &'static str = "pod-restriction-policy";
+    type RawSettings = settings::RawSettings;
     type Settings = Settings;
-
-    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
-        Settings::parse(raw)
-    }
 
     fn mode(settings: &Settings) -> Mode {
         settings.mode
@@ -49,9 +45,6 @@ impl Policy for PodRestrictionPolicy {
                     .ok_or_else(|| unsupported_kind(Self::NAME, request))?,
             ),
         };
-        if !matches!(request.operation, Operation::Create | Operation::Update) {
-            return Ok(Verdict::accept());
-        }
         let object = request.object()?;
         let update = request.operation == Operation::Update;
         let templates = match (kind, custom) {

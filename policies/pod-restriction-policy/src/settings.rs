@@ -13,9 +13,10 @@ use crate::binding::{Binding, RawBinding};
 use crate::fields::{RawRestrictionSpec, RestrictionSpec};
 use crate::jsonpath::JsonPath;
 
+/// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawSettings {
+pub struct RawSettings {
     #[serde(default)]
     mode: Mode,
     restrictions: Option<Vec<RawRestriction>>,
@@ -82,8 +83,24 @@ pub struct Settings {
 
 impl Settings {
     /// Decodes and validates raw settings; refusals name the settings path.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Settings, SettingsError> {
-        let raw: RawSettings = policy_core::settings::decode(raw)?;
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
+        policy_core::settings::parse::<RawSettings, Self>(raw)
+    }
+
+    /// The registered custom resource a request is for, if any.
+    pub fn custom_resource(&self, request: &AdmissionRequest) -> Option<&CustomResource> {
+        self.custom_resources.iter().find(|cr| {
+            cr.group == request.kind.group
+                && cr.version == request.kind.version
+                && cr.kind == request.kind.kind
+        })
+    }
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
         let Some(raw_restrictions) = raw.restrictions else {
             return Err(SettingsError::new(
                 "restrictions",
@@ -187,15 +204,6 @@ impl Settings {
             restrictions,
             custom_resources,
             on_lookup_error: raw.on_lookup_error,
-        })
-    }
-
-    /// The registered custom resource a request is for, if any.
-    pub fn custom_resource(&self, request: &AdmissionRequest) -> Option<&CustomResource> {
-        self.custom_resources.iter().find(|cr| {
-            cr.group == request.kind.group
-                && cr.version == request.kind.version
-                && cr.kind == request.kind.kind
         })
     }
 }

@@ -14,8 +14,7 @@ use policy_core::pod::PodKind;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::principal::has_controller_owner;
 use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::settings::Raw;
-use policy_core::{Mode, PolicyError, SettingsError, Verdict};
+use policy_core::{Mode, PolicyError, Verdict};
 
 use selection::Mutation;
 pub use settings::Settings;
@@ -25,11 +24,8 @@ pub struct PodSecurityPolicy;
 
 impl Policy for PodSecurityPolicy {
     const NAME: &'static str = "pod-security-policy";
+    type RawSettings = settings::RawSettings;
     type Settings = Settings;
-
-    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
-        Settings::parse(raw)
-    }
 
     fn mode(settings: &Settings) -> Mode {
         settings.mode
@@ -43,9 +39,6 @@ impl Policy for PodSecurityPolicy {
         let Some(kind) = PodKind::of_request(request) else {
             return Err(unsupported_kind(Self::NAME, request));
         };
-        if !matches!(request.operation, Operation::Create | Operation::Update) {
-            return Ok(Verdict::accept());
-        }
         let object = request.object()?;
         let ephemeral = kind == PodKind::Pod && request.is_subresource("ephemeralcontainers");
         if request.operation == Operation::Update {

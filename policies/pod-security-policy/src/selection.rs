@@ -120,7 +120,7 @@ pub fn select(
     };
     let user = &request.user_info;
     let trusted = settings.trusted_controllers.matches(user);
-    let usable: Vec<&Profile> = settings
+    let mut usable: Vec<&Profile> = settings
         .profiles
         .iter()
         .filter(|p| {
@@ -128,6 +128,8 @@ pub fn select(
                 .matches(user, trusted, namespace, service_account)
         })
         .collect();
+    // Tried by name (bytes), as PodSecurityPolicy did; only the usable ones are sorted.
+    usable.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     if usable.is_empty() {
         verdict.violation(
             &FieldPath::empty(),

@@ -8,17 +8,18 @@ use std::collections::HashSet;
 use policy_core::names::NameList;
 use policy_core::principal::{GlobSet, Principals, PrincipalsSettings, ServiceAccountPattern};
 use policy_core::pss::Level;
-use policy_core::settings::{Raw, decode, is_reread};
+use policy_core::settings::{Raw, is_reread};
 use policy_core::{Mode, SettingsError};
 use serde::Deserialize;
 
 use crate::spec::{PspSpec, RawSpec};
 
+/// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawSettings {
+pub struct RawSettings {
     mode: Option<Mode>,
-    profiles: Option<Vec<RawProfile>>,
+    profiles: Option<Vec<Profile>>,
     trusted_controllers: Option<PrincipalsSettings>,
     on_lookup_error: Option<OnLookupError>,
 }
@@ -29,8 +30,9 @@ struct RawProfile {
     name: String,
     #[serde(default)]
     subjects: RawSubjects,
-    spec: Option<RawSpec>,
-    preset: Option<String>,
+    // Boxed: a PSP spec is large, and a list of 10,000 profiles should not move it around.
+    spec: Option<Box<RawSpec>>,
+    preset: Option<Level>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -69,7 +71,7 @@ impl Subjects {
             ("groups", &groups),
             ("namespaces", &namespaces),
         ] {
-            if let Some(i) = set.first_empty() {
+            if let Some(i) = (!is_reread()).then(|| set.first_empty()).flatten() {
                 return Err(SettingsError::new(
                     format!("{field}[{i}]"),
                     "must not be empty",
@@ -109,9 +111,51 @@ pub struct Profile {
     /// Unique name; profiles are tried in its byte order.
     pub name: String,
     /// Who may use it.
-    pub subjects: Subjects,
+    /// (Boxed: profiles are many and small to move; subjects are large.)
+    pub subjects: Box<Subjects>,
     /// What it enforces.
     pub body: Body,
+}
+
+impl Profile {
+    /// Validates one profile; error paths are relative to it (`subjects.users[0]`).
+    fn build(p: RawProfile) -> Result<Self, SettingsError> {
+        if p.name.is_empty() {
+            return Err(SettingsError::new("name", "must not be empty"));
+        }
+        let subjects = Box::new(Subjects::build(p.subjects).map_err(|e| e.under("subjects"))?);
+        let body = match (p.spec, p.preset) {
+            (Some(_), Some(_)) => {
+                return Err(SettingsError::new(
+                    "",
+                    "give exactly one of spec and preset, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(SettingsError::new(
+                    "",
+                    "give exactly one of spec and preset",
+                ));
+            }
+            (Some(spec), None) => Body::Spec(Box::new(
+                PspSpec::build(*spec).map_err(|e| e.under("spec"))?,
+            )),
+            (None, Some(level)) => Body::Preset(level),
+        };
+        Ok(Profile {
+            name: p.name,
+            subjects,
+            body,
+        })
+    }
+}
+
+/// Profiles are validated as they are decoded (a list of 10,000 profiles is not kept
+/// twice); errors name the profile (`profiles[2].spec.runAsUser`).
+impl<'de> Deserialize<'de> for Profile {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        policy_core::settings::converted(Profile::build(RawProfile::deserialize(deserializer)?))
+    }
 }
 
 /// Validated settings.
@@ -119,7 +163,7 @@ pub struct Profile {
 pub struct Settings {
     /// `enforce` or `warn`.
     pub mode: Mode,
-    /// Profiles sorted by name.
+    /// Profiles in settings order (selection tries the usable ones by name).
     pub profiles: Vec<Profile>,
     /// Identities that never count as requesters for `users`/`groups`.
     pub trusted_controllers: Principals,
@@ -130,65 +174,33 @@ pub struct Settings {
 impl Settings {
     /// Decodes and validates raw settings.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        let raw: RawSettings = decode(raw)?;
-        let raw_profiles = raw.profiles.unwrap_or_default();
-        if raw_profiles.is_empty() {
+        policy_core::settings::parse::<RawSettings, Self>(raw)
+    }
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
+        let profiles = raw.profiles.unwrap_or_default();
+        if profiles.is_empty() {
             return Err(SettingsError::new(
                 "profiles",
                 "at least one profile is required",
             ));
         }
-        let mut profiles = Vec::with_capacity(raw_profiles.len());
-        // Names seen so far (a duplicate cannot change a verdict: not checked on re-read).
-        let mut names: Option<HashSet<String>> = (!is_reread()).then(HashSet::new);
-        for (i, p) in raw_profiles.into_iter().enumerate() {
-            let at = format!("profiles[{i}]");
-            if p.name.is_empty() {
-                return Err(SettingsError::new(
-                    format!("{at}.name"),
-                    "must not be empty",
-                ));
-            }
-            if let Some(names) = names.as_mut()
-                && !names.insert(p.name.clone())
-            {
-                return Err(SettingsError::new(
-                    format!("{at}.name"),
-                    format!("duplicate profile name {:?}", p.name),
-                ));
-            }
-            let subjects =
-                Subjects::build(p.subjects).map_err(|e| e.under(&format!("{at}.subjects")))?;
-            let body = match (p.spec, p.preset) {
-                (Some(_), Some(_)) => {
+        // A duplicate name cannot change a verdict: not checked on re-read.
+        if !is_reread() {
+            let mut names = HashSet::with_capacity(profiles.len());
+            for (i, p) in profiles.iter().enumerate() {
+                if !names.insert(p.name.as_str()) {
                     return Err(SettingsError::new(
-                        &at,
-                        "give exactly one of spec and preset, not both",
+                        format!("profiles[{i}].name"),
+                        format!("duplicate profile name {:?}", p.name),
                     ));
                 }
-                (None, None) => {
-                    return Err(SettingsError::new(
-                        &at,
-                        "give exactly one of spec and preset",
-                    ));
-                }
-                (Some(spec), None) => Body::Spec(Box::new(
-                    PspSpec::build(spec).map_err(|e| e.under(&format!("{at}.spec")))?,
-                )),
-                (None, Some(preset)) => Body::Preset(Level::parse(&preset).ok_or_else(|| {
-                    SettingsError::new(
-                        format!("{at}.preset"),
-                        format!("{preset:?} is not one of privileged, baseline, restricted"),
-                    )
-                })?),
-            };
-            profiles.push(Profile {
-                name: p.name,
-                subjects,
-                body,
-            });
+            }
         }
-        profiles.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         let trusted_controllers = match raw.trusted_controllers {
             Some(t) => Principals::build(t).map_err(|e| e.under("trustedControllers"))?,
             None => Principals::default_trusted_controllers(),
@@ -227,12 +239,12 @@ mod tests {
     }
 
     #[test]
-    fn profiles_are_sorted_by_name_bytes() {
+    fn profiles_keep_settings_order() {
         let s = Settings::parse(&json!({"profiles": [
             {"name": "zzz", "preset": "baseline"}, {"name": "001-foo", "preset": "restricted"}, {"name": "Z", "preset": "privileged"}]}))
         .unwrap();
         let names: Vec<&str> = s.profiles.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["001-foo", "Z", "zzz"]);
+        assert_eq!(names, ["zzz", "001-foo", "Z"]);
         assert_eq!(s.mode, Mode::Enforce);
         assert_eq!(
             s.trusted_controllers,
@@ -250,6 +262,6 @@ mod tests {
         assert_eq!(err, "profiles[3].name: duplicate profile name \"a\"");
         let reread = policy_core::settings::reread(|| Settings::parse(&raw)).unwrap();
         let names: Vec<&str> = reread.profiles.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["a", "a", "b", "c"]);
+        assert_eq!(names, ["b", "a", "c", "a"]);
     }
 }

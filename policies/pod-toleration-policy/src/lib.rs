@@ -8,9 +8,8 @@ use policy_core::pod::{PodKind, PodView, pod_spec_changed};
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::principal::has_controller_owner;
 use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::settings::Raw;
 use policy_core::toleration::{Operator, Toleration};
-use policy_core::{PolicyError, SettingsError, Verdict};
+use policy_core::{PolicyError, Verdict};
 
 pub use settings::Settings;
 
@@ -19,11 +18,8 @@ pub struct PodTolerationPolicy;
 
 impl Policy for PodTolerationPolicy {
     const NAME: &'static str = "pod-toleration-policy";
+    type RawSettings = settings::RawSettings;
     type Settings = Settings;
-
-    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
-        Settings::parse(raw)
-    }
 
     fn validate(
         request: &AdmissionRequest,
@@ -33,9 +29,6 @@ impl Policy for PodTolerationPolicy {
         let Some(kind) = PodKind::of_request(request) else {
             return Err(unsupported_kind(Self::NAME, request));
         };
-        if !matches!(request.operation, Operation::Create | Operation::Update) {
-            return Ok(Verdict::accept());
-        }
         let object = request.object()?;
         let requester = &request.user_info;
         let trusted = settings.trusted_controllers.matches(requester);

@@ -4,14 +4,15 @@
 use policy_core::SettingsError;
 use policy_core::names::NameList;
 use policy_core::principal::{Principals, PrincipalsSettings};
-use policy_core::settings::{Raw, decode, no_duplicates};
-use policy_core::toleration::Taint;
+use policy_core::settings::{Raw, is_reread, no_duplicates};
+use policy_core::toleration::{Effect, Taint};
 use serde::Deserialize;
 
+/// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawSettings {
-    protected_taints: Option<Vec<RawProtectedTaint>>,
+pub struct RawSettings {
+    protected_taints: Option<Vec<ProtectedTaint>>,
     trusted_controllers: Option<PrincipalsSettings>,
     // Legacy Chimera form.
     taint: Option<RawLegacyTaint>,
@@ -27,7 +28,7 @@ struct RawProtectedTaint {
     key: String,
     #[serde(default)]
     value: String,
-    effect: Option<String>,
+    effect: Option<Effect>,
     #[serde(default)]
     allowed_users: NameList,
     #[serde(default)]
@@ -44,13 +45,23 @@ struct RawLegacyTaint {
     value: String,
 }
 
-/// One protected taint and the principals allowed to tolerate it with `Equal`.
+/// One protected taint and the principals allowed to tolerate it with `Equal`, validated
+/// as it is decoded (a list of 10,000 taints is not kept twice).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProtectedTaint {
     /// The taint (effect `None` = every effect).
     pub taint: Taint,
-    /// Who may use an `Equal` toleration of it.
-    pub allowed: Principals,
+    /// Who may use an `Equal` toleration of it (boxed: taints are many and small to move;
+    /// principals are large).
+    pub allowed: Box<Principals>,
+}
+
+impl<'de> Deserialize<'de> for ProtectedTaint {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        policy_core::settings::converted(protected_taint(RawProtectedTaint::deserialize(
+            deserializer,
+        )?))
+    }
 }
 
 /// Validated settings.
@@ -81,7 +92,14 @@ impl Settings {
 
     /// Decodes and validates raw settings.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        let raw: RawSettings = decode(raw)?;
+        policy_core::settings::parse::<RawSettings, Self>(raw)
+    }
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
         let legacy =
             raw.taint.is_some() || raw.allowed_users.is_some() || raw.allowed_groups.is_some();
         let protected_taints = match (raw.protected_taints, legacy) {
@@ -98,12 +116,7 @@ impl Settings {
                         "at least one protected taint is required",
                     ));
                 }
-                list.into_iter()
-                    .enumerate()
-                    .map(|(i, p)| {
-                        protected_taint(p).map_err(|e| e.under(&format!("protectedTaints[{i}]")))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?
+                list
             }
             (None, true) => {
                 let Some(taint) = raw.taint else {
@@ -113,7 +126,7 @@ impl Settings {
                     ));
                 };
                 let taint =
-                    Taint::new(&taint.key, &taint.value, None).map_err(|e| e.under("taint"))?;
+                    Taint::new(taint.key, taint.value, None).map_err(|e| e.under("taint"))?;
                 let allowed = Principals::from_parts(
                     [
                         "allowed_users",
@@ -124,7 +137,10 @@ impl Settings {
                     raw.allowed_groups.unwrap_or_default(),
                     &NameList::new(),
                 )?;
-                vec![ProtectedTaint { taint, allowed }]
+                vec![ProtectedTaint {
+                    taint,
+                    allowed: Box::new(allowed),
+                }]
             }
             (None, false) => {
                 return Err(SettingsError::new(
@@ -133,8 +149,10 @@ impl Settings {
                 ));
             }
         };
-        let taints: Vec<&Taint> = protected_taints.iter().map(|p| &p.taint).collect();
-        no_duplicates("protectedTaints", &taints, |t| format!("for taint {t}"))?;
+        if !is_reread() {
+            let taints: Vec<&Taint> = protected_taints.iter().map(|p| &p.taint).collect();
+            no_duplicates("protectedTaints", &taints, |t| format!("for taint {t}"))?;
+        }
         let trusted_controllers = match raw.trusted_controllers {
             Some(t) => Principals::build(t).map_err(|e| e.under("trustedControllers"))?,
             None => Principals::default_trusted_controllers(),
@@ -152,14 +170,17 @@ impl Settings {
 }
 
 fn protected_taint(p: RawProtectedTaint) -> Result<ProtectedTaint, SettingsError> {
-    let taint = Taint::new(&p.key, &p.value, p.effect.as_deref())?;
+    let taint = Taint::new(p.key, p.value, p.effect)?;
     let allowed = Principals::from_parts(
         ["allowedUsers", "allowedGroups", "allowedServiceAccounts"],
         p.allowed_users,
         p.allowed_groups,
         &p.allowed_service_accounts,
     )?;
-    Ok(ProtectedTaint { taint, allowed })
+    Ok(ProtectedTaint {
+        taint,
+        allowed: Box::new(allowed),
+    })
 }
 
 #[cfg(test)]

@@ -8,9 +8,8 @@ use policy_core::class::{ClassFetch, ClassKind, ClassOutcome, record, skip_on_lo
 use policy_core::cluster::Lookups;
 use policy_core::policy::Policy;
 use policy_core::request::AdmissionRequest;
-use policy_core::settings::Raw;
 use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{PolicyError, SettingsError, Verdict};
+use policy_core::{PolicyError, Verdict};
 use serde_json::{Value, json};
 
 pub use settings::Settings;
@@ -32,11 +31,8 @@ fn class_value(class: &Value) -> i64 {
 
 impl Policy for PriorityClassPolicy {
     const NAME: &'static str = "priority-class-policy";
+    type RawSettings = settings::RawSettings;
     type Settings = Settings;
-
-    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
-        Settings::parse(raw)
-    }
 
     fn validate(
         request: &AdmissionRequest,

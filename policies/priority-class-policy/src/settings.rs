@@ -5,6 +5,9 @@ use policy_core::SettingsError;
 use policy_core::class::{ClassAllowList, missing_class_fields};
 use policy_core::cluster::OnLookupError;
 use policy_core::settings::{Raw, decode};
+
+/// The settings as written: a class allow-list at the top level, and the policy's own fields.
+pub use policy_core::class::TopLevel as RawSettings;
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize)]
@@ -28,7 +31,15 @@ pub struct Settings {
 impl Settings {
     /// Decodes and validates raw settings.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        let (classes, rest) = ClassAllowList::from_top_level(raw, true)?;
+        policy_core::settings::parse::<RawSettings, Self>(raw)
+    }
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = SettingsError;
+
+    fn try_from(top: RawSettings) -> Result<Self, SettingsError> {
+        let (classes, rest) = top.split(true)?;
         let rest: RawRest = decode(&rest)?;
         let classes = classes.ok_or_else(missing_class_fields)?;
         Ok(Settings {

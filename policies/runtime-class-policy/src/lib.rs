@@ -5,13 +5,11 @@
 use policy_core::class::{ClassKind, ClassPolicySettings, record, skip_on_lookup_error};
 use policy_core::cluster::Lookups;
 use policy_core::json::{At, canonical_text};
-use policy_core::names::LINEAR_LOOKUPS;
 use policy_core::policy::Policy;
 use policy_core::quantity::Quantity;
 use policy_core::request::AdmissionRequest;
-use policy_core::settings::Raw;
 use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{FieldPath, PolicyError, SettingsError, Verdict};
+use policy_core::{FieldPath, PolicyError, Verdict};
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 
@@ -27,11 +25,8 @@ fn runtime_class() -> ClassKind {
 
 impl Policy for RuntimeClassPolicy {
     const NAME: &'static str = "runtime-class-policy";
+    type RawSettings = policy_core::class::TopLevel;
     type Settings = Settings;
-
-    fn settings(raw: Raw<'_>) -> Result<Settings, SettingsError> {
-        ClassPolicySettings::parse(raw)
-    }
 
     fn validate(
         request: &AdmissionRequest,
@@ -82,6 +77,9 @@ impl Policy for RuntimeClassPolicy {
         Ok(verdict)
     }
 }
+
+/// Class tolerations compared one by one with the Pod's; more are looked up in a set.
+const FEW_TOLERATIONS: usize = 4;
 
 /// Copies the class's `overhead.podFixed`, merges `scheduling.nodeSelector` and appends the
 /// missing `scheduling.tolerations`; conflicts become violations.
@@ -158,7 +156,7 @@ fn apply_class(
     // A few class tolerations are compared with the Pod's; more are looked up in a set of
     // the Pod's (each by a text equal for equal JSON values), read once.
     let pod_tolerations = spec.get_list("tolerations")?;
-    if class_tolerations.len() <= LINEAR_LOOKUPS as usize {
+    if class_tolerations.len() <= FEW_TOLERATIONS {
         let mut added: Vec<&Value> = Vec::new();
         for toleration in class_tolerations {
             let present = pod_tolerations.iter().any(|t| t.value == toleration.value)

@@ -277,9 +277,9 @@ pub(crate) fn quote(s: &str) -> String {
     format!("{s:?}")
 }
 
-/// `[a, b]` in settings order.
+/// `[a, b]` in settings order (long lists shortened, see [`crate::message`]).
 pub(crate) fn list(items: &crate::names::NameList) -> String {
-    format!("[{}]", items.iter().collect::<Vec<_>>().join(", "))
+    crate::message::bracketed(items.iter())
 }
 
 pub(crate) fn violation(out: &mut Vec<Violation>, path: &FieldPath, problem: String) {

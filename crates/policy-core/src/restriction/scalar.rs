@@ -68,16 +68,66 @@ pub enum StringMatch {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StringRestriction {
     nil: NilRule,
-    /// As written (lower-cased in [`StringMatch::CaseInsensitive`] mode), for messages and,
-    /// except for path prefixes, for membership.
-    whitelist: Option<NameList>,
-    blacklist: NameList,
-    /// [`StringMatch::PathPrefix`] mode: the whitelist and blacklist as prefix sets.
-    prefixes: Option<(PrefixSet, PrefixSet)>,
+    lists: Lists,
     regex: Vec<FullMatch>,
     /// Whether `whitelist`/`regex` restrict the value (at least one of them non-empty).
     restricted: bool,
     mode: StringMatch,
+}
+
+/// The whitelist and blacklist (empty when not given), as their matching mode needs them.
+#[derive(Debug, Clone, PartialEq)]
+enum Lists {
+    /// Equal values ([`StringMatch::Exact`]; lower-cased in
+    /// [`StringMatch::CaseInsensitive`] mode).
+    Names {
+        whitelist: NameList,
+        blacklist: NameList,
+    },
+    /// [`StringMatch::PathPrefix`].
+    Prefixes {
+        whitelist: PrefixSet,
+        blacklist: PrefixSet,
+    },
+}
+
+impl Default for Lists {
+    fn default() -> Self {
+        Lists::Names {
+            whitelist: NameList::new(),
+            blacklist: NameList::new(),
+        }
+    }
+}
+
+impl Lists {
+    /// Whether `value` is blacklisted and whether it is whitelisted.
+    fn membership(&self, value: &str) -> (bool, bool) {
+        match self {
+            Lists::Names {
+                whitelist,
+                blacklist,
+            } => (blacklist.contains(value), whitelist.contains(value)),
+            Lists::Prefixes {
+                whitelist,
+                blacklist,
+            } => (blacklist.matches(value), whitelist.matches(value)),
+        }
+    }
+
+    /// The whitelist and blacklist as written, for messages.
+    fn written(&self) -> (&NameList, &NameList) {
+        match self {
+            Lists::Names {
+                whitelist,
+                blacklist,
+            } => (whitelist, blacklist),
+            Lists::Prefixes {
+                whitelist,
+                blacklist,
+            } => (whitelist.written(), blacklist.written()),
+        }
+    }
 }
 
 impl StringRestriction {
@@ -130,11 +180,9 @@ impl StringRestriction {
         let normalise = |field: &str, entries: NameList| -> Result<NameList, SettingsError> {
             match mode {
                 StringMatch::Exact => Ok(entries),
-                StringMatch::CaseInsensitive => Ok(entries
-                    .iter()
-                    .map(str::to_ascii_lowercase)
-                    .collect::<Vec<_>>()
-                    .into()),
+                StringMatch::CaseInsensitive => Ok(entries.into_ascii_lowercase()),
+                // Settings re-read by `validate` were checked when the policy was loaded.
+                StringMatch::PathPrefix if crate::settings::is_reread() => Ok(entries),
                 StringMatch::PathPrefix => {
                     for (i, e) in entries.iter().enumerate() {
                         check_path_prefix(e).map_err(|problem| {
@@ -145,22 +193,21 @@ impl StringRestriction {
                 }
             }
         };
-        let whitelist = raw
-            .whitelist
-            .map(|w| normalise("whitelist", w))
-            .transpose()?;
+        let whitelist = normalise("whitelist", raw.whitelist.unwrap_or_default())?;
         let blacklist = normalise("blacklist", raw.blacklist.unwrap_or_default())?;
-        let prefixes = (mode == StringMatch::PathPrefix).then(|| {
-            (
-                PrefixSet::new(whitelist.iter().flat_map(NameList::iter)),
-                PrefixSet::new(blacklist.iter()),
-            )
-        });
+        let lists = match mode {
+            StringMatch::PathPrefix => Lists::Prefixes {
+                whitelist: PrefixSet::new(whitelist),
+                blacklist: PrefixSet::new(blacklist),
+            },
+            StringMatch::Exact | StringMatch::CaseInsensitive => Lists::Names {
+                whitelist,
+                blacklist,
+            },
+        };
         Ok(StringRestriction {
             nil,
-            whitelist,
-            blacklist,
-            prefixes,
+            lists,
             regex: regex.unwrap_or_default(),
             restricted: has_whitelist || has_regex,
             mode,
@@ -203,13 +250,8 @@ impl StringRestriction {
             }
         };
         // Membership: a hash lookup per entry list, or per ancestor of a path.
-        let (black, white) = match &self.prefixes {
-            Some((white, black)) => (black.matches(subject), white.matches(subject)),
-            None => (
-                self.blacklist.contains(subject),
-                self.whitelist.as_ref().is_some_and(|w| w.contains(subject)),
-            ),
-        };
+        let (black, white) = self.lists.membership(subject);
+        let (whitelist, blacklist) = self.lists.written();
         let (is, is_not) = match self.mode {
             StringMatch::PathPrefix => ("is under", "is not under"),
             _ => ("is in", "is not in"),
@@ -218,20 +260,18 @@ impl StringRestriction {
             return Some(format!(
                 "{} {is} blacklist {}",
                 quote(value),
-                list(&self.blacklist)
+                list(blacklist)
             ));
         }
         if !self.restricted {
             return None;
         }
-        let empty = NameList::new();
-        let whitelist = self.whitelist.as_ref().unwrap_or(&empty);
         if white || self.regex.iter().any(|r| r.is_match(subject)) {
             return None;
         }
         let regexes = || {
-            let r: Vec<String> = self.regex.iter().map(|r| quote(r.pattern())).collect();
-            format!("does not match regex [{}]", r.join(", "))
+            let r = self.regex.iter().map(|r| quote(r.pattern()));
+            format!("does not match regex {}", crate::message::bracketed(r))
         };
         Some(match (whitelist.is_empty(), self.regex.is_empty()) {
             (false, true) => format!("{} {is_not} whitelist {}", quote(value), list(whitelist)),
@@ -411,13 +451,9 @@ impl NumericRestriction {
         if ranges.iter().any(|r| r.contains(v)) {
             return;
         }
-        let shown: Vec<String> = ranges.iter().map(Range::to_string).collect();
+        let shown = crate::message::bracketed(ranges.iter());
         let noun = if ranges.len() == 1 { "range" } else { "ranges" };
-        violation(
-            out,
-            path,
-            format!("{v} is outside {noun} [{}]", shown.join(", ")),
-        );
+        violation(out, path, format!("{v} is outside {noun} {shown}"));
     }
 }
 

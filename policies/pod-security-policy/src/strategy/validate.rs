@@ -31,11 +31,13 @@ fn q(s: &str) -> String {
     format!("{s:?}")
 }
 
-fn list(items: &[String]) -> String {
-    if items.is_empty() {
+/// A settings list for messages: `[a, b]` (long lists shortened, see
+/// [`policy_core::message`]), or `none`.
+fn list<T: std::fmt::Display>(items: impl ExactSizeIterator<Item = T>) -> String {
+    if items.len() == 0 {
         "none".to_owned()
     } else {
-        format!("[{}]", items.join(", "))
+        policy_core::message::bracketed(items)
     }
 }
 
@@ -76,7 +78,7 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
                     format!(
                         "{} is a forbidden sysctl; forbidden: {}",
                         q(name),
-                        list(&spec.forbidden_sysctls)
+                        list(spec.forbidden_sysctls.iter())
                     ),
                 );
             } else if !SAFE_SYSCTLS.contains(&name)
@@ -90,7 +92,7 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
                     format!(
                         "{} is not allowed; allowed: safe sysctls and allowedUnsafeSysctls {}",
                         q(name),
-                        list(&spec.allowed_unsafe_sysctls)
+                        list(spec.allowed_unsafe_sysctls.iter())
                     ),
                 );
             }
@@ -149,7 +151,7 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
             format!(
                 "{} is not an allowed AppArmor profile; allowed: {}",
                 q(&p.syntax),
-                list(&spec.allowed_app_armor_profiles)
+                list(spec.allowed_app_armor_profiles.iter())
             ),
         );
     }
@@ -164,7 +166,7 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
             format!(
                 "{} is not an allowed RuntimeClass; allowed: {}",
                 q(name),
-                list(&rc.allowed)
+                list(rc.allowed.iter())
             ),
         );
     }
@@ -325,7 +327,7 @@ fn check_seccomp(
             unset_path,
             format!(
                 "nil is not an allowed seccomp profile; allowed: {}",
-                list(allowed)
+                list(allowed.iter())
             ),
         ),
         Some(p) if allowed.iter().any(|a| a == canonical(&p.syntax)) => {}
@@ -334,7 +336,7 @@ fn check_seccomp(
             format!(
                 "{} is not an allowed seccomp profile; allowed: {}",
                 q(&p.syntax),
-                list(allowed)
+                list(allowed.iter())
             ),
         ),
     }
@@ -418,7 +420,7 @@ fn check_volume_source<'a>(
                 format!(
                     "{} is not an allowed volume type; allowed: {}",
                     q(ty),
-                    list(&spec.volumes)
+                    list(spec.volumes.iter())
                 ),
             );
         }
@@ -430,27 +432,17 @@ fn check_volume_source<'a>(
             };
             let path_at = hp.path.field("path");
             let path = hp.get_str("path")?.unwrap_or("");
-            let matching: Vec<_> = spec
-                .host_path_prefixes
-                .matching(path)
-                .into_iter()
-                .filter_map(|i| spec.allowed_host_paths.get(i))
-                .collect();
+            let matching = spec.allowed_host_paths.matching(path);
             if matching.is_empty() {
-                let prefixes: Vec<String> = spec
-                    .allowed_host_paths
-                    .iter()
-                    .map(|h| h.path_prefix.clone())
-                    .collect();
                 out.push(
                     &path_at,
                     format!(
                         "{} is not under an allowed path prefix; allowed: {}",
                         q(path),
-                        list(&prefixes)
+                        list(spec.allowed_host_paths.prefixes().iter())
                     ),
                 );
-            } else if matching.iter().all(|h| h.read_only) {
+            } else if matching.iter().all(|read_only| *read_only) {
                 let name = vol.get_str("name")?.unwrap_or("");
                 for m in mounts.get(containers)?.by_name(name) {
                     if m.get_bool("readOnly")? != Some(true) {
@@ -471,7 +463,7 @@ fn check_volume_source<'a>(
                         format!(
                             "{} is not an allowed flexVolume driver; allowed: {}",
                             q(driver),
-                            list(&spec.allowed_flex_volumes)
+                            list(spec.allowed_flex_volumes.iter())
                         ),
                     );
                 }
@@ -486,7 +478,7 @@ fn check_volume_source<'a>(
                         format!(
                             "{} is not an allowed CSI driver; allowed: {}",
                             q(driver),
-                            list(&spec.allowed_csi_drivers)
+                            list(spec.allowed_csi_drivers.iter())
                         ),
                     );
                 }
@@ -558,7 +550,7 @@ fn check_container(
                 format!(
                     "{} is not an allowed capability; allowed: {}",
                     q(name),
-                    list(&allowed)
+                    list(allowed.iter())
                 ),
             );
         }
@@ -569,9 +561,9 @@ fn check_container(
                 &sc_path.field("capabilities").field("drop"),
                 format!(
                     "{} does not drop {}; required drops: {}",
-                    list(&drops.iter().map(|d| q(d)).collect::<Vec<_>>()),
+                    list(drops.iter().map(|d| q(d))),
                     q(req),
-                    list(&spec.required_drop_capabilities)
+                    list(spec.required_drop_capabilities.iter())
                 ),
             );
         }
@@ -592,7 +584,7 @@ fn check_container(
                 &port.path.field("hostPort"),
                 format!(
                     "{hp} is not in the allowed host port ranges {}",
-                    list(&ranges)
+                    list(ranges.iter())
                 ),
             );
         }
@@ -714,7 +706,7 @@ fn check_container(
             format!(
                 "{} is not an allowed procMount type; allowed: {}",
                 q(pm_value),
-                list(&spec.allowed_proc_mount_types)
+                list(spec.allowed_proc_mount_types.iter())
             ),
         );
     }
@@ -735,7 +727,7 @@ fn check_container(
                 format!(
                     "{} is not an allowed AppArmor profile; allowed: {}",
                     q(&p.syntax),
-                    list(&spec.allowed_app_armor_profiles)
+                    list(spec.allowed_app_armor_profiles.iter())
                 ),
             ),
             Some(_) => {}
@@ -744,7 +736,7 @@ fn check_container(
                 &sc_path.field("appArmorProfile"),
                 format!(
                     "nil is not an allowed AppArmor profile; allowed: {}",
-                    list(&spec.allowed_app_armor_profiles)
+                    list(spec.allowed_app_armor_profiles.iter())
                 ),
             ),
         }
