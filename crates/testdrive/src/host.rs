@@ -17,7 +17,7 @@ use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeE
 use crate::callbacks::{KubernetesRequest, SharedCallbacks};
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::request::{canonical_cow, validate_payload};
+use crate::request::{canonical_cow, canonicalize, validate_payload};
 
 /// Length of one epoch tick of the execution deadline.
 const TICK: Duration = Duration::from_millis(100);
@@ -92,7 +92,7 @@ pub struct Evaluation {
     /// mutated the object; `None` when nothing changed.
     pub patch: Option<Value>,
     /// The object returned by the policy, when it returned one (even if
-    /// it equals the original).
+    /// it equals the original), in canonical key order.
     pub mutated_object: Option<Value>,
     /// Every host-call error returned to the guest during the evaluation
     /// (`<namespace>/<operation>: <message>`), for diagnostics.
@@ -186,6 +186,10 @@ impl Host {
         config.epoch_interruption(true);
         // a trap's message is the trap itself, not a multi-line wasm backtrace
         config.wasm_backtrace_max_frames(None);
+        // `TESTDRIVE_PERFMAP=1`: name the compiled guest functions for `perf` (README).
+        if std::env::var_os("TESTDRIVE_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = wasmtime::Engine::new(&config).map_err(|e| Error::Wasm(e.to_string()))?;
         let pre = WasmtimeEngineProviderBuilder::new()
             .engine(engine.clone())
@@ -545,7 +549,12 @@ fn finish(
         ..Default::default()
     };
     let mut patch = None;
-    let mutated_object = guest.mutated_object;
+    // The mutated object in canonical key order (sorted in place, not copied), as the
+    // request object is sent: patches do not depend on the key order the policy keeps.
+    let mut mutated_object = guest.mutated_object;
+    if let Some(mutated) = &mut mutated_object {
+        canonicalize(mutated);
+    }
     if let (true, Some(mutated)) = (guest.accepted, &mutated_object) {
         let operation = request.get("operation").and_then(Value::as_str);
         if operation == Some("DELETE") {
@@ -566,7 +575,7 @@ fn finish(
             );
         } else {
             let original = canonical_cow(request.get("object").unwrap_or(&Value::Null));
-            let ops = json_patch::diff(&original, &canonical_cow(mutated));
+            let ops = json_patch::diff(&original, mutated);
             if !ops.0.is_empty() {
                 let bytes = serde_json::to_vec(&ops)
                     .map_err(|e| Error::Invalid(format!("cannot serialize patch: {e}")))?;

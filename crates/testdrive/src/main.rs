@@ -435,26 +435,41 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
     })
 }
 
-/// The cost budgets of SPEC 2.16: one line per grown object and per scaled setting.
+/// The cost budgets of SPEC 2.16: one line per grown object and per scaled setting, with
+/// the host floor (the same payloads, accepted before the settings are read).
 fn print_budgets(budgets: &[BudgetCheck]) {
     println!();
-    println!("== cost budgets (SPEC 2.16), fresh instance, median ==");
     println!(
-        "{:<30} {:<58} {:>30} {:>18} {:>9} {:>5}",
-        "policy", "scenario", "µs fresh", "budget", "measured", ""
+        "== cost budgets (SPEC 2.16), fresh instance, median µs; floor = same payload, {} ==",
+        testdrive::bench::FLOOR_OPERATION
     );
+    println!(
+        "{:<30} {:<44} {:>26} {:>26} {:>17} {:>24} {:>9} {:>5}",
+        "policy", "scenario", "µs fresh", "µs floor", "t(N)/t(n) (floor)", "budget", "measured", ""
+    );
+    let join = |v: &[f64]| {
+        v.iter()
+            .map(|t| format!("{t:.1}"))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
     for b in budgets {
-        let times: Vec<String> = b.fresh_us.iter().map(|t| format!("{t:.1}")).collect();
         let measured = if b.budget.starts_with('<') {
             format!("{:.1} ms", b.measured)
         } else {
             format!("{:.2}×", b.measured)
         };
+        let growth = match b.growth {
+            Some((policy, floor)) => format!("{policy:.2}× ({floor:.2}×)"),
+            None => String::new(),
+        };
         println!(
-            "{:<30} {:<58} {:>30} {:>18} {:>9} {:>5}",
+            "{:<30} {:<44} {:>26} {:>26} {:>17} {:>24} {:>9} {:>5}",
             b.policy,
             b.scenario,
-            times.join(" / "),
+            join(&b.fresh_us),
+            join(&b.floor_us),
+            growth,
             b.budget,
             measured,
             if b.ok() { "OK" } else { "OVER" }

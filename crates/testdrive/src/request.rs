@@ -108,6 +108,21 @@ pub fn canonical_cow(value: &Value) -> std::borrow::Cow<'_, Value> {
     std::borrow::Cow::Owned(canonical_copy(value))
 }
 
+/// Puts every object of `value` in canonical key order in place: an object already sorted is
+/// only checked, so that a large object the policy changed in one place is not copied.
+pub fn canonicalize(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if !map.keys().zip(map.keys().skip(1)).all(|(a, b)| a <= b) {
+                map.sort_keys();
+            }
+            map.values_mut().for_each(canonicalize);
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonicalize),
+        _ => {}
+    }
+}
+
 fn canonical_copy(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
@@ -129,6 +144,19 @@ fn canonical_copy(value: &Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn canonicalize_sorts_in_place_like_the_copy() {
+        let mut v = json!({"b": [{"y": 1, "x": 2}], "a": {"d": null, "c": true}, "e": 1});
+        let copy = canonical(&v);
+        canonicalize(&mut v);
+        assert!(is_canonical(&v));
+        assert_eq!(v, copy);
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"a":{"c":true,"d":null},"b":[{"x":2,"y":1}],"e":1}"#
+        );
+    }
 
     #[test]
     fn canonical_copies_only_what_is_not_sorted() {
