@@ -511,9 +511,7 @@ pub fn skip_on_lookup_error(
             } else {
                 format!("{error}; {path} was not checked (onLookupError: accept)")
             };
-            if !verdict.warnings().contains(&warning) {
-                verdict.warn(warning);
-            }
+            verdict.warn_once(warning);
             Ok(())
         }
         _ => Err(error),

@@ -23,6 +23,7 @@ pub mod policy;
 pub mod principal;
 pub mod pss;
 pub mod quantity;
+pub mod ranges;
 pub mod request;
 pub mod restriction;
 mod robustness;

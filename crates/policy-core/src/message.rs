@@ -20,6 +20,11 @@ pub const LISTED: usize = 20;
 /// ```
 pub fn join<T: Display>(items: impl ExactSizeIterator<Item = T>) -> String {
     let total = items.len();
+    join_counted(items, total)
+}
+
+/// [`join`] of `total` entries from any iterator (two lists chained, say).
+pub fn join_counted<T: Display>(items: impl Iterator<Item = T>, total: usize) -> String {
     let mut out = String::new();
     for (i, item) in items.take(LISTED).enumerate() {
         if i > 0 {

@@ -1,7 +1,7 @@
 //! Violations and the verdict builder: reject with every violation, accept with warnings,
 //! or mutate.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
@@ -11,12 +11,30 @@ use crate::error::PolicyError;
 use crate::path::FieldPath;
 
 /// One broken rule: `<path>: <problem>`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Violation {
     /// Where the offending value is.
     pub path: FieldPath,
     /// The value found and what is allowed.
     pub problem: String,
+}
+
+/// `violations` with each repeated violation kept once, in order of first occurrence (one
+/// hash set: a 1 MiB object can break a rule thousands of times).
+///
+/// ```
+/// use policy_core::{FieldPath, Violation, verdict::distinct};
+/// let v = |p: &str| Violation { path: FieldPath::root(p), problem: "bad".into() };
+/// assert_eq!(distinct(vec![v("a"), v("b"), v("a")]), vec![v("a"), v("b")]);
+/// ```
+pub fn distinct(violations: Vec<Violation>) -> Vec<Violation> {
+    let mut seen: HashSet<&Violation> = HashSet::with_capacity(violations.len());
+    let first: Vec<bool> = violations.iter().map(|v| seen.insert(v)).collect();
+    violations
+        .into_iter()
+        .zip(first)
+        .filter_map(|(v, first)| first.then_some(v))
+        .collect()
 }
 
 impl fmt::Display for Violation {
@@ -55,6 +73,8 @@ enum Edit {
 pub struct Verdict {
     violations: Vec<Violation>,
     warnings: Vec<String>,
+    /// The warnings added by [`Verdict::warn_once`].
+    warned: HashSet<String>,
     mutated: Option<Value>,
     edits: Vec<Edit>,
     audit_annotations: BTreeMap<String, String>,
@@ -82,6 +102,15 @@ impl Verdict {
     /// Adds a warning returned to the client.
     pub fn warn(&mut self, warning: impl Into<String>) {
         self.warnings.push(warning.into());
+    }
+
+    /// Adds a warning unless the same text was already added (one hash lookup: a request
+    /// with thousands of skipped checks costs linear time).
+    pub fn warn_once(&mut self, warning: impl Into<String>) {
+        let warning = warning.into();
+        if self.warned.insert(warning.clone()) {
+            self.warnings.push(warning);
+        }
     }
 
     /// Sets the object to return as mutated (the host diffs it into a JSON Patch).

@@ -276,6 +276,16 @@ mod tests {
         )
     }
 
+    /// Found by `make fuzz`: a DELETE is accepted before the settings are read, even settings
+    /// `validate_settings` refuses (which policy-server never hands over).
+    #[test]
+    fn delete_with_refused_settings_keeps_the_contract() {
+        let payload = r#"{"request": {"kind": {"group": "", "kind": "Pod", "version": "v1"}, "namespace": "solar-dev", "operation": "DELETE", "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app", "namespace": "solar-dev"}, "spec": {"nodeName": "worker01"}}}, "settings": {"defaultNodeSelector": {"appuio.io/node-cl@ass": "flex"}, "forbidNodeName": true, "requiredNodeSelector": {"pool": "renewable"}}}"#;
+        policy_core::testing::check_payload::<NodeSelectorPolicy>(payload.as_bytes()).unwrap();
+        let r = evaluate::<NodeSelectorPolicy>(payload.as_bytes(), &mut Objects::default());
+        assert!(r.accepted && r.code.is_none() && r.mutated_object.is_none());
+    }
+
     fn ns(annotation: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "solar-dev",
             "annotations": {"appuio.io/default-node-selector": annotation}}})

@@ -10,6 +10,7 @@
 //! the object), so the Namespace is read only when a selector needs it.
 
 use policy_core::cluster::{Lookups, OnLookupError};
+use policy_core::verdict::distinct;
 use policy_core::{FieldPath, PolicyError, Verdict, Violation};
 
 use crate::binding::BindingMode;
@@ -93,16 +94,17 @@ fn bound(
     }
 }
 
-/// Every violation of `r` over all templates.
+/// Every violation of `r` over all templates, each reported once (one hash set: a 1 MiB
+/// object can break a rule thousands of times).
 fn violations(
     r: &NamedRestriction,
     templates: &[Template<'_>],
 ) -> Result<Vec<Violation>, PolicyError> {
-    let mut out = Vec::new();
+    let mut found = Vec::new();
     for t in templates {
-        r.spec.check(t, &mut out)?;
+        r.spec.check(t, &mut found)?;
     }
-    Ok(out)
+    Ok(distinct(found))
 }
 
 #[cfg(test)]

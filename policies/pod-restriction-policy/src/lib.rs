@@ -8,6 +8,8 @@ pub mod fields;
 pub mod jsonpath;
 pub mod settings;
 
+use std::collections::HashSet;
+
 use policy_core::cluster::Lookups;
 use policy_core::json::At;
 use policy_core::pod::{PodKind, PodView, pod_spec_changed};
@@ -101,9 +103,10 @@ fn template_of<'a>(view: &PodView<'a>) -> Template<'a> {
 /// (two paths resolving to the same template judge it once).
 fn resolve<'a>(cr: &settings::CustomResource, object: &'a Value) -> Vec<(FieldPath, &'a Value)> {
     let mut out: Vec<(FieldPath, &'a Value)> = Vec::new();
+    let mut seen: HashSet<FieldPath> = HashSet::new();
     for path in &cr.paths {
         for (p, v) in path.resolve(object) {
-            if !out.iter().any(|(q, _)| *q == p) {
+            if seen.insert(p.clone()) {
                 out.push((p, v));
             }
         }

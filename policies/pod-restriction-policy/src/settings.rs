@@ -1,11 +1,13 @@
 //! Settings of pod-restriction-policy (SPEC 3.21): `mode`, `restrictions[]`,
 //! `customResources[]`, `onLookupError`.
 
+use std::collections::HashSet;
+
 use policy_core::cluster::OnLookupError;
 use policy_core::matcher::OneOrMany;
 use policy_core::pod::PodKind;
 use policy_core::request::AdmissionRequest;
-use policy_core::settings::Raw;
+use policy_core::settings::{Raw, is_reread};
 use policy_core::{Mode, SettingsError};
 use serde::Deserialize;
 
@@ -114,6 +116,8 @@ impl TryFrom<RawSettings> for Settings {
             ));
         }
         let mut restrictions: Vec<NamedRestriction> = Vec::with_capacity(raw_restrictions.len());
+        // Names seen so far (a duplicate cannot change a verdict: not checked on re-read).
+        let mut names: HashSet<String> = HashSet::new();
         for (i, r) in raw_restrictions.into_iter().enumerate() {
             let at = format!("restrictions[{i}]");
             if r.name.is_empty() {
@@ -122,7 +126,7 @@ impl TryFrom<RawSettings> for Settings {
                     "must not be empty",
                 ));
             }
-            if restrictions.iter().any(|o| o.name == r.name) {
+            if !is_reread() && !names.insert(r.name.clone()) {
                 return Err(SettingsError::new(
                     format!("{at}.name"),
                     format!("duplicate restriction name {:?}", r.name),

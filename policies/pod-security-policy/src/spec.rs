@@ -5,6 +5,7 @@ use std::fmt;
 
 use policy_core::SettingsError;
 use policy_core::names::NameList;
+use policy_core::ranges::RangeList;
 use policy_core::restriction::PrefixSet;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
@@ -20,9 +21,9 @@ pub struct RawSpec {
     #[serde(rename = "hostIPC")]
     host_ipc: Option<bool>,
     host_ports: Option<Vec<RawPortRange>>,
-    allowed_capabilities: Option<Vec<String>>,
-    default_add_capabilities: Option<Vec<String>>,
-    required_drop_capabilities: Option<Vec<String>>,
+    allowed_capabilities: Option<NameList>,
+    default_add_capabilities: Option<NameList>,
+    required_drop_capabilities: Option<NameList>,
     allow_privilege_escalation: Option<bool>,
     default_allow_privilege_escalation: Option<bool>,
     run_as_user: Option<RawIdStrategy>,
@@ -36,8 +37,8 @@ pub struct RawSpec {
     #[serde(rename = "allowedCSIDrivers")]
     allowed_csi_drivers: Option<Vec<RawCsiDriver>>,
     read_only_root_filesystem: Option<bool>,
-    allowed_unsafe_sysctls: Option<Vec<String>>,
-    forbidden_sysctls: Option<Vec<String>>,
+    allowed_unsafe_sysctls: Option<NameList>,
+    forbidden_sysctls: Option<NameList>,
     allowed_proc_mount_types: Option<Vec<String>>,
     runtime_class: Option<RawRuntimeClass>,
     allowed_seccomp_profiles: Option<Vec<String>>,
@@ -358,13 +359,13 @@ pub struct PspSpec {
     /// `hostIPC` (false).
     pub host_ipc: bool,
     /// `hostPorts` ranges (`[]` = no host port).
-    pub host_ports: Vec<(i64, i64)>,
+    pub host_ports: RangeList<(i64, i64)>,
     /// `allowedCapabilities` (`*` = any).
-    pub allowed_capabilities: Vec<String>,
+    pub allowed_capabilities: NameList,
     /// `defaultAddCapabilities`.
-    pub default_add_capabilities: Vec<String>,
+    pub default_add_capabilities: NameList,
     /// `requiredDropCapabilities`.
-    pub required_drop_capabilities: Vec<String>,
+    pub required_drop_capabilities: NameList,
     /// `allowPrivilegeEscalation` (true).
     pub allow_privilege_escalation: bool,
     /// `defaultAllowPrivilegeEscalation`.
@@ -384,25 +385,25 @@ pub struct PspSpec {
     /// `allowedHostPaths` (`[]` = any).
     pub allowed_host_paths: AllowedHostPaths,
     /// `allowedFlexVolumes` drivers (`[]` = any).
-    pub allowed_flex_volumes: Vec<String>,
+    pub allowed_flex_volumes: NameList,
     /// `allowedCSIDrivers` names (`[]` = any).
-    pub allowed_csi_drivers: Vec<String>,
+    pub allowed_csi_drivers: NameList,
     /// `readOnlyRootFilesystem` (false).
     pub read_only_root_filesystem: bool,
     /// `allowedUnsafeSysctls` (exact or `prefix*`).
-    pub allowed_unsafe_sysctls: Vec<String>,
+    pub allowed_unsafe_sysctls: SysctlPatterns,
     /// `forbiddenSysctls` (exact or `prefix*`).
-    pub forbidden_sysctls: Vec<String>,
+    pub forbidden_sysctls: SysctlPatterns,
     /// `allowedProcMountTypes` (`[Default]`).
     pub allowed_proc_mount_types: Vec<String>,
     /// `runtimeClass`.
     pub runtime_class: Option<RuntimeClass>,
     /// `allowedSeccompProfiles`, annotation syntax (`*` = any, `""` = unset allowed).
-    pub allowed_seccomp_profiles: Vec<String>,
+    pub allowed_seccomp_profiles: NameList,
     /// `defaultSeccompProfile`.
     pub default_seccomp_profile: Option<String>,
     /// `allowedAppArmorProfiles` (`[]` = not checked).
-    pub allowed_app_armor_profiles: Vec<String>,
+    pub allowed_app_armor_profiles: NameList,
     /// `defaultAppArmorProfile`.
     pub default_app_armor_profile: Option<String>,
 }
@@ -463,12 +464,57 @@ pub fn sysctl_matches(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// Sysctl names and `prefix*` patterns (`allowedUnsafeSysctls`, `forbiddenSysctls`), as
+/// written for messages, and split for lookups: a name is looked up once, and each of its
+/// prefixes among the patterns' prefixes, instead of being compared with every pattern.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SysctlPatterns {
+    written: NameList,
+    exact: NameList,
+    prefixes: NameList,
+}
+
+impl SysctlPatterns {
+    fn new(written: NameList) -> Self {
+        let (mut exact, mut prefixes) = (NameList::new(), NameList::new());
+        for pattern in written.iter() {
+            match pattern.strip_suffix('*') {
+                Some(prefix) => prefixes.push(prefix),
+                None => exact.push(pattern),
+            }
+        }
+        SysctlPatterns {
+            written,
+            exact,
+            prefixes,
+        }
+    }
+
+    /// The patterns as written, in settings order.
+    pub fn written(&self) -> &NameList {
+        &self.written
+    }
+
+    /// Whether a pattern matches `name` ([`sysctl_matches`]).
+    pub fn matches(&self, name: &str) -> bool {
+        self.exact.contains(name)
+            || (!self.prefixes.is_empty()
+                && (0..=name.len())
+                    .filter_map(|i| name.get(..i))
+                    .any(|prefix| self.prefixes.contains(prefix)))
+    }
+}
+
 fn err(path: impl Into<String>, problem: impl Into<String>) -> SettingsError {
     SettingsError::new(path, problem)
 }
 
-/// Refuses `*` mixed with other entries, and empty entries.
-fn star_alone(field: &str, items: &[String]) -> Result<(), SettingsError> {
+/// Refuses `*` mixed with other entries, empty entries, and duplicates (not on re-read:
+/// checked when the policy was loaded).
+fn star_alone(field: &str, items: &NameList) -> Result<(), SettingsError> {
+    if policy_core::settings::is_reread() {
+        return Ok(());
+    }
     for (i, item) in items.iter().enumerate() {
         if item.is_empty() && field != "allowedSeccompProfiles" {
             return Err(err(format!("{field}[{i}]"), "must not be empty"));
@@ -477,7 +523,7 @@ fn star_alone(field: &str, items: &[String]) -> Result<(), SettingsError> {
             return Err(err(format!("{field}[{i}]"), "\"*\" must be the only entry"));
         }
     }
-    policy_core::settings::no_duplicates(field, items, |s| format!("{s:?}"))
+    policy_core::settings::no_duplicate_names(field, items)
 }
 
 fn id_strategy(
@@ -616,6 +662,7 @@ impl PspSpec {
                 Ok((r.min, r.max))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let host_ports = RangeList::new(host_ports);
 
         let allowed_capabilities = raw.allowed_capabilities.unwrap_or_default();
         let default_add_capabilities = raw.default_add_capabilities.unwrap_or_default();
@@ -634,7 +681,13 @@ impl PspSpec {
                 ));
             }
         }
-        for (i, cap) in required_drop_capabilities.iter().enumerate() {
+        // Conflicts cannot change a verdict: not checked on re-read.
+        let checked = !policy_core::settings::is_reread();
+        for (i, cap) in required_drop_capabilities
+            .iter()
+            .enumerate()
+            .filter(|_| checked)
+        {
             if default_add_capabilities.contains(cap) {
                 return Err(err(
                     format!("requiredDropCapabilities[{i}]"),
@@ -719,7 +772,7 @@ impl PspSpec {
         };
 
         let mut volumes = raw.volumes.unwrap_or_default();
-        star_alone("volumes", &volumes)?;
+        star_alone("volumes", &volumes.iter().map(String::as_str).collect())?;
         for (i, v) in volumes.iter_mut().enumerate() {
             if v == "cephfs" {
                 *v = "cephFS".to_owned();
@@ -738,25 +791,25 @@ impl PspSpec {
 
         let allowed_host_paths = raw.allowed_host_paths.unwrap_or_default();
 
-        let allowed_flex_volumes: Vec<String> = raw
+        let allowed_flex_volumes: NameList = raw
             .allowed_flex_volumes
             .unwrap_or_default()
-            .into_iter()
-            .map(|f| f.driver)
+            .iter()
+            .map(|f| f.driver.as_str())
             .collect();
-        if let Some(i) = allowed_flex_volumes.iter().position(String::is_empty) {
+        if let Some(i) = allowed_flex_volumes.iter().position(str::is_empty) {
             return Err(err(
                 format!("allowedFlexVolumes[{i}].driver"),
                 "must not be empty",
             ));
         }
-        let allowed_csi_drivers: Vec<String> = raw
+        let allowed_csi_drivers: NameList = raw
             .allowed_csi_drivers
             .unwrap_or_default()
-            .into_iter()
-            .map(|f| f.name)
+            .iter()
+            .map(|f| f.name.as_str())
             .collect();
-        if let Some(i) = allowed_csi_drivers.iter().position(String::is_empty) {
+        if let Some(i) = allowed_csi_drivers.iter().position(str::is_empty) {
             return Err(err(
                 format!("allowedCSIDrivers[{i}].name"),
                 "must not be empty",
@@ -767,7 +820,12 @@ impl PspSpec {
         let forbidden_sysctls = raw.forbidden_sysctls.unwrap_or_default();
         star_alone("allowedUnsafeSysctls", &allowed_unsafe_sysctls)?;
         star_alone("forbiddenSysctls", &forbidden_sysctls)?;
-        for (i, a) in allowed_unsafe_sysctls.iter().enumerate() {
+        // Overlaps cannot change a verdict (forbidden wins): not checked on re-read.
+        for (i, a) in allowed_unsafe_sysctls
+            .iter()
+            .enumerate()
+            .filter(|_| checked)
+        {
             if let Some(f) = forbidden_sysctls.iter().find(|f| {
                 sysctl_matches(f, a.trim_end_matches('*'))
                     || sysctl_matches(a, f.trim_end_matches('*'))
@@ -796,7 +854,10 @@ impl PspSpec {
             Some(rc) => {
                 star_alone(
                     "runtimeClass.allowedRuntimeClassNames",
-                    &rc.allowed_runtime_class_names,
+                    &rc.allowed_runtime_class_names
+                        .iter()
+                        .map(String::as_str)
+                        .collect(),
                 )?;
                 if let Some(d) = &rc.default_runtime_class_name {
                     let any = rc.allowed_runtime_class_names.iter().any(|n| n == "*");
@@ -820,19 +881,26 @@ impl PspSpec {
             }
         };
 
-        let allowed_seccomp_profiles = raw
+        let mut allowed_seccomp_profiles = NameList::new();
+        for (i, p) in raw
             .allowed_seccomp_profiles
             .unwrap_or_default()
             .iter()
             .enumerate()
-            .map(|(i, p)| canonical_seccomp(&format!("allowedSeccompProfiles[{i}]"), p, true))
-            .collect::<Result<Vec<_>, _>>()?;
+        {
+            allowed_seccomp_profiles.push(&canonical_seccomp(
+                &format!("allowedSeccompProfiles[{i}]"),
+                p,
+                true,
+            )?);
+        }
         star_alone("allowedSeccompProfiles", &allowed_seccomp_profiles)?;
         let default_seccomp_profile = match raw.default_seccomp_profile {
             None => None,
             Some(d) => {
                 let d = canonical_seccomp("defaultSeccompProfile", &d, false)?;
-                if !allowed_seccomp_profiles.iter().any(|a| a == "*" || *a == d) {
+                if !allowed_seccomp_profiles.contains("*") && !allowed_seccomp_profiles.contains(&d)
+                {
                     return Err(err(
                         "defaultSeccompProfile",
                         format!("{d:?} is not in allowedSeccompProfiles"),
@@ -841,17 +909,21 @@ impl PspSpec {
                 Some(d)
             }
         };
-        let allowed_app_armor_profiles = raw
+        let mut allowed_app_armor_profiles = NameList::new();
+        for (i, p) in raw
             .allowed_app_armor_profiles
             .unwrap_or_default()
             .iter()
             .enumerate()
-            .map(|(i, p)| canonical_apparmor(&format!("allowedAppArmorProfiles[{i}]"), p))
-            .collect::<Result<Vec<_>, _>>()?;
-        policy_core::settings::no_duplicates(
+        {
+            allowed_app_armor_profiles.push(&canonical_apparmor(
+                &format!("allowedAppArmorProfiles[{i}]"),
+                p,
+            )?);
+        }
+        policy_core::settings::no_duplicate_names(
             "allowedAppArmorProfiles",
             &allowed_app_armor_profiles,
-            |s| format!("{s:?}"),
         )?;
         let default_app_armor_profile = match raw.default_app_armor_profile {
             None => None,
@@ -890,8 +962,8 @@ impl PspSpec {
             allowed_flex_volumes,
             allowed_csi_drivers,
             read_only_root_filesystem: raw.read_only_root_filesystem.unwrap_or(false),
-            allowed_unsafe_sysctls,
-            forbidden_sysctls,
+            allowed_unsafe_sysctls: SysctlPatterns::new(allowed_unsafe_sysctls),
+            forbidden_sysctls: SysctlPatterns::new(forbidden_sysctls),
             allowed_proc_mount_types,
             runtime_class,
             allowed_seccomp_profiles,
@@ -945,6 +1017,13 @@ mod tests {
         assert_eq!(s.allowed_proc_mount_types, ["Default"]);
         assert_eq!(s.run_as_group, IdStrategy::any());
         assert!(s.volumes.is_empty() && s.host_ports.is_empty());
+        let sysctls = SysctlPatterns::new(["kernel.msg*", "net.core.somaxconn"].into());
+        for _ in 0..20 {
+            assert!(sysctls.matches("kernel.msgmax") && sysctls.matches("kernel.msg"));
+            assert!(sysctls.matches("net.core.somaxconn") && !sysctls.matches("net.core.other"));
+            assert!(!sysctls.matches("kernel.ms") && !sysctls.matches(""));
+        }
+        assert!(SysctlPatterns::new(["*"].into()).matches("any.thing"));
     }
 
     #[rstest]
@@ -991,7 +1070,10 @@ mod tests {
             "runAsUser": {"rule": "MustRunAs", "ranges": [{"fromNamespaceAnnotation": "tools/uid"}]}}))
         .unwrap();
         assert_eq!(s.volumes, ["cephFS"]);
-        assert_eq!(s.allowed_seccomp_profiles, ["runtime/default", ""]);
+        assert_eq!(
+            s.allowed_seccomp_profiles.iter().collect::<Vec<_>>(),
+            ["runtime/default", ""]
+        );
         assert!(s.reads_namespace());
         assert_eq!(
             s.run_as_user.annotations().collect::<Vec<_>>(),

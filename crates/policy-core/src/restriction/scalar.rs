@@ -11,6 +11,7 @@ use crate::error::{PolicyError, SettingsError};
 use crate::matcher::{FullMatch, OneOrMany, regexes};
 use crate::names::NameList;
 use crate::path::FieldPath;
+use crate::ranges::{Bounds, RangeList};
 use crate::verdict::Violation;
 
 // ---------------------------------------------------------------------------------------
@@ -374,6 +375,15 @@ impl Range {
     }
 }
 
+impl Bounds for Range {
+    fn bounds(&self) -> (i128, i128) {
+        (
+            self.min.map_or(i128::MIN, i128::from),
+            self.max.map_or(i128::MAX, i128::from),
+        )
+    }
+}
+
 impl fmt::Display for Range {
     /// `1-999`, `2000-`, `-999`, `any`; negative bounds in parentheses (`(-5)-5`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -401,7 +411,7 @@ impl fmt::Display for Range {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NumericRestriction {
     nil: NilRule,
-    ranges: Option<Vec<Range>>,
+    ranges: Option<RangeList<Range>>,
 }
 
 impl NumericRestriction {
@@ -420,7 +430,7 @@ impl NumericRestriction {
             Some(rs) if rs.is_empty() => {
                 return Err(empty_allow_list("ranges", "integer, or use requireNil"));
             }
-            Some(rs) => Some(
+            Some(rs) => Some(RangeList::new(
                 rs.iter()
                     .enumerate()
                     .map(|(i, r)| {
@@ -428,7 +438,7 @@ impl NumericRestriction {
                             .map_err(|e| SettingsError::new(format!("ranges[{i}]"), e))
                     })
                     .collect::<Result<Vec<_>, _>>()?,
-            ),
+            )),
         };
         Ok(NumericRestriction { nil, ranges })
     }
@@ -448,11 +458,15 @@ impl NumericRestriction {
             return;
         }
         let Some(ranges) = &self.ranges else { return };
-        if ranges.iter().any(|r| r.contains(v)) {
+        if ranges.contains(v) {
             return;
         }
-        let shown = crate::message::bracketed(ranges.iter());
-        let noun = if ranges.len() == 1 { "range" } else { "ranges" };
+        let shown = crate::message::bracketed(ranges.items().iter());
+        let noun = if ranges.items().len() == 1 {
+            "range"
+        } else {
+            "ranges"
+        };
         violation(out, path, format!("{v} is outside {noun} {shown}"));
     }
 }

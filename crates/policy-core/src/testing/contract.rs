@@ -133,6 +133,8 @@ pub fn check_settings_reread(r: &ValidationResponse) -> Result<(), String> {
 /// against an empty cluster and against a [`FailingCluster`]:
 ///
 /// * an undecodable payload is rejected with 400 by both;
+/// * an operation the policy does not judge ([`Policy::OPERATIONS`]) is accepted unchanged
+///   by both, without a lookup, whatever the settings (they are not read);
 /// * settings refused by `validate_settings` are never accepted by `validate`;
 /// * valid settings are re-read ([`check_settings_reread`]), the empty-cluster verdict is
 ///   [judged](check_judged) and keeps the [host contract](check_host_contract) (mutations
@@ -157,6 +159,20 @@ pub fn check_payload<P: Policy>(data: &[u8]) -> Result<(), String> {
             return Ok(());
         }
     };
+    if !P::OPERATIONS.contains(&payload.request.operation) {
+        for r in [&plain, &failed] {
+            if !r.accepted || r.code.is_some() || r.mutated_object.is_some() {
+                return Err(format!(
+                    "an operation the policy does not judge is not accepted unchanged: {}",
+                    describe(r)
+                ));
+            }
+        }
+        if failing.attempted() {
+            return Err("an operation the policy does not judge made a lookup".into());
+        }
+        return Ok(());
+    }
     let settings_text = payload.settings.map_or("null", |raw| raw.get());
     let settings: Value = serde_json::from_str(settings_text).unwrap_or(Value::Null);
     let settings_valid = validate_settings::<P>(settings_text.as_bytes()).valid;

@@ -2,6 +2,8 @@
 //! PodSecurityPolicy admission plugin did, changing only those fields (minimal and
 //! idempotent). Ephemeral containers are never defaulted.
 
+use std::collections::HashSet;
+
 use policy_core::PolicyError;
 use policy_core::json::At;
 use policy_core::mutation;
@@ -214,10 +216,13 @@ fn plan_container(
         Some(caps) => (caps.get_str_list("add")?, caps.get_str_list("drop")?),
         None => (Vec::new(), Vec::new()),
     };
+    // Sets of what the container has: one pass over its lists and over the settings'.
+    let dropped: HashSet<&str> = drops.iter().copied().collect();
+    let mut present: HashSet<&str> = adds.iter().copied().collect();
     let mut new_add: Vec<String> = adds.iter().map(|s| (*s).to_owned()).collect();
-    for d in &spec.default_add_capabilities {
-        if !drops.contains(&d.as_str()) && !new_add.contains(d) {
-            new_add.push(d.clone());
+    for d in spec.default_add_capabilities.iter() {
+        if !dropped.contains(d) && present.insert(d) {
+            new_add.push(d.to_owned());
         }
     }
     if new_add.len() != adds.len() {
@@ -228,10 +233,11 @@ fn plan_container(
             value: json!(new_add),
         });
     }
+    let mut present = dropped;
     let mut new_drop: Vec<String> = drops.iter().map(|s| (*s).to_owned()).collect();
-    for d in &spec.required_drop_capabilities {
-        if !new_drop.contains(d) {
-            new_drop.push(d.clone());
+    for d in spec.required_drop_capabilities.iter() {
+        if present.insert(d) {
+            new_drop.push(d.to_owned());
         }
     }
     if new_drop.len() != drops.len() {

@@ -6,6 +6,8 @@ pub mod validate;
 
 use std::collections::BTreeMap;
 
+use policy_core::ranges::RangeList;
+
 use crate::spec::{IdRule, IdStrategy, PspSpec, RangeSpec};
 
 /// The Namespace annotations available to `fromNamespaceAnnotation` ranges.
@@ -30,7 +32,7 @@ pub enum NamespaceIds {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ranges {
     /// Inclusive `[min, max]` ranges, in settings order.
-    List(Vec<(i64, i64)>),
+    List(RangeList<(i64, i64)>),
     /// Not checked: an annotation range could not be read and `onLookupError: accept`.
     Skipped,
 }
@@ -39,7 +41,7 @@ impl Ranges {
     /// Whether `v` is inside a range (always true when skipped).
     pub fn contains(&self, v: i64) -> bool {
         match self {
-            Ranges::List(l) => l.iter().any(|(a, b)| *a <= v && v <= *b),
+            Ranges::List(l) => l.contains(i128::from(v)),
             Ranges::Skipped => true,
         }
     }
@@ -47,7 +49,7 @@ impl Ranges {
     /// The first range's min, the value written by defaulting.
     pub fn first_min(&self) -> Option<i64> {
         match self {
-            Ranges::List(l) => l.first().map(|(a, _)| *a),
+            Ranges::List(l) => l.items().first().map(|(a, _)| *a),
             Ranges::Skipped => None,
         }
     }
@@ -56,8 +58,7 @@ impl Ranges {
     pub fn describe(&self) -> String {
         match self {
             Ranges::List(l) => {
-                let parts: Vec<String> = l.iter().map(|(a, b)| format!("{a}-{b}")).collect();
-                format!("[{}]", parts.join(", "))
+                policy_core::message::bracketed(l.items().iter().map(|(a, b)| format!("{a}-{b}")))
             }
             Ranges::Skipped => "[any]".to_owned(),
         }
@@ -134,7 +135,7 @@ fn resolve_ids(
     }
     Ok(ResolvedIds {
         rule: strategy.rule,
-        ranges: Ranges::List(ranges),
+        ranges: Ranges::List(RangeList::new(ranges)),
     })
 }
 
@@ -188,7 +189,7 @@ mod tests {
         let r = Resolved::resolve(&s, &ns("52000")).unwrap();
         assert_eq!(
             r.run_as_user.ranges,
-            Ranges::List(vec![(52000, 52000), (1, 9)])
+            Ranges::List(RangeList::new(vec![(52000, 52000), (1, 9)]))
         );
         assert_eq!(r.run_as_user.ranges.describe(), "[52000-52000, 1-9]");
         assert_eq!(r.run_as_user.ranges.first_min(), Some(52000));

@@ -2,7 +2,10 @@
 //! container list, all violations with their paths, in document order (Pod-level fields,
 //! volumes, then containers).
 
+use std::collections::HashSet;
+
 use policy_core::json::At;
+use policy_core::names::NameList;
 use policy_core::path::FieldPath;
 use policy_core::pod::{Container, LazyMounts, PodView};
 use policy_core::security_context::{
@@ -12,9 +15,7 @@ use policy_core::security_context::{
 use policy_core::{PolicyError, Violation};
 
 use super::{Ranges, Resolved, ResolvedIds};
-use crate::spec::{
-    IdRule, SAFE_SYSCTLS, SeLinux, SeLinuxOptions, sysctl_matches, volume_type_name,
-};
+use crate::spec::{IdRule, SAFE_SYSCTLS, SeLinux, SeLinuxOptions, volume_type_name};
 
 struct Out(Vec<Violation>);
 
@@ -34,10 +35,16 @@ fn q(s: &str) -> String {
 /// A settings list for messages: `[a, b]` (long lists shortened, see
 /// [`policy_core::message`]), or `none`.
 fn list<T: std::fmt::Display>(items: impl ExactSizeIterator<Item = T>) -> String {
-    if items.len() == 0 {
+    let total = items.len();
+    counted_list(items, total)
+}
+
+/// [`list`] of `total` items from any iterator (two lists chained).
+fn counted_list<T: std::fmt::Display>(items: impl Iterator<Item = T>, total: usize) -> String {
+    if total == 0 {
         "none".to_owned()
     } else {
-        policy_core::message::bracketed(items)
+        format!("[{}]", policy_core::message::join_counted(items, total))
     }
 }
 
@@ -68,31 +75,22 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
         for sysctl in sc.get_list("sysctls")? {
             let name = sysctl.get_str("name")?.unwrap_or("");
             let path = sysctl.path.field("name");
-            if spec
-                .forbidden_sysctls
-                .iter()
-                .any(|f| sysctl_matches(f, name))
-            {
+            if spec.forbidden_sysctls.matches(name) {
                 out.push(
                     &path,
                     format!(
                         "{} is a forbidden sysctl; forbidden: {}",
                         q(name),
-                        list(spec.forbidden_sysctls.iter())
+                        list(spec.forbidden_sysctls.written().iter())
                     ),
                 );
-            } else if !SAFE_SYSCTLS.contains(&name)
-                && !spec
-                    .allowed_unsafe_sysctls
-                    .iter()
-                    .any(|a| sysctl_matches(a, name))
-            {
+            } else if !SAFE_SYSCTLS.contains(&name) && !spec.allowed_unsafe_sysctls.matches(name) {
                 out.push(
                     &path,
                     format!(
                         "{} is not allowed; allowed: safe sysctls and allowedUnsafeSysctls {}",
                         q(name),
-                        list(spec.allowed_unsafe_sysctls.iter())
+                        list(spec.allowed_unsafe_sysctls.written().iter())
                     ),
                 );
             }
@@ -135,7 +133,7 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
     // seccomp (Pod)
     let pod_profile = pod_seccomp(view)?;
     check_seccomp(
-        spec.allowed_seccomp_profiles.as_slice(),
+        &spec.allowed_seccomp_profiles,
         pod_profile.as_ref(),
         &pod.path.field("securityContext").field("seccompProfile"),
         &mut out,
@@ -313,16 +311,16 @@ fn canonical(p: &str) -> &str {
 }
 
 fn check_seccomp(
-    allowed: &[String],
+    allowed: &NameList,
     profile: Option<&ProfileRef>,
     unset_path: &FieldPath,
     out: &mut Out,
 ) {
-    if allowed.iter().any(|a| a == "*") {
+    if allowed.contains("*") {
         return;
     }
     match profile {
-        None if allowed.is_empty() || allowed.iter().any(String::is_empty) => {}
+        None if allowed.is_empty() || allowed.contains("") => {}
         None => out.push(
             unset_path,
             format!(
@@ -330,7 +328,7 @@ fn check_seccomp(
                 list(allowed.iter())
             ),
         ),
-        Some(p) if allowed.iter().any(|a| a == canonical(&p.syntax)) => {}
+        Some(p) if allowed.contains(canonical(&p.syntax)) => {}
         Some(p) => out.push(
             &p.path,
             format!(
@@ -457,7 +455,7 @@ fn check_volume_source<'a>(
         "flexVolume" if !spec.allowed_flex_volumes.is_empty() => {
             if let Some(fv) = vol.get_object("flexVolume")? {
                 let driver = fv.get_str("driver")?.unwrap_or("");
-                if !spec.allowed_flex_volumes.iter().any(|d| d == driver) {
+                if !spec.allowed_flex_volumes.contains(driver) {
                     out.push(
                         &fv.path.field("driver"),
                         format!(
@@ -472,7 +470,7 @@ fn check_volume_source<'a>(
         "csi" if !spec.allowed_csi_drivers.is_empty() => {
             if let Some(csi) = vol.get_object("csi")? {
                 let driver = csi.get_str("driver")?.unwrap_or("");
-                if !spec.allowed_csi_drivers.iter().any(|d| d == driver) {
+                if !spec.allowed_csi_drivers.contains(driver) {
                     out.push(
                         &csi.path.field("driver"),
                         format!(
@@ -530,33 +528,33 @@ fn check_container(
         Some(caps) => (caps.get_list("add")?, caps.get_str_list("drop")?),
         None => (Vec::new(), Vec::new()),
     };
-    let any_cap = spec.allowed_capabilities.iter().any(|a| a == "*");
+    let any_cap = spec.allowed_capabilities.contains("*");
     for add in &adds {
         let name = add
             .value
             .as_str()
             .ok_or_else(|| PolicyError::malformed(&add.path, "expected a string"))?;
         if !any_cap
-            && !spec
-                .allowed_capabilities
-                .iter()
-                .chain(&spec.default_add_capabilities)
-                .any(|a| a == name)
+            && !spec.allowed_capabilities.contains(name)
+            && !spec.default_add_capabilities.contains(name)
         {
-            let mut allowed = spec.default_add_capabilities.clone();
-            allowed.extend(spec.allowed_capabilities.iter().cloned());
+            let (defaults, allowed) = (&spec.default_add_capabilities, &spec.allowed_capabilities);
             out.push(
                 &add.path,
                 format!(
                     "{} is not an allowed capability; allowed: {}",
                     q(name),
-                    list(allowed.iter())
+                    counted_list(
+                        defaults.iter().chain(allowed.iter()),
+                        defaults.len() + allowed.len()
+                    )
                 ),
             );
         }
     }
-    for req in &spec.required_drop_capabilities {
-        if !drops.contains(&req.as_str()) {
+    let dropped: HashSet<&str> = drops.iter().copied().collect();
+    for req in spec.required_drop_capabilities.iter() {
+        if !dropped.contains(req) {
             out.push(
                 &sc_path.field("capabilities").field("drop"),
                 format!(
@@ -573,18 +571,18 @@ fn check_container(
     for port in c.node.get_list("ports")? {
         if let Some(hp) = port.get_i64("hostPort")?
             && hp > 0
-            && !spec.host_ports.iter().any(|(a, b)| *a <= hp && hp <= *b)
+            && !spec.host_ports.contains(i128::from(hp))
         {
-            let ranges: Vec<String> = spec
+            let ranges = spec
                 .host_ports
+                .items()
                 .iter()
-                .map(|(a, b)| format!("{a}-{b}"))
-                .collect();
+                .map(|(a, b)| format!("{a}-{b}"));
             out.push(
                 &port.path.field("hostPort"),
                 format!(
                     "{hp} is not in the allowed host port ranges {}",
-                    list(ranges.iter())
+                    list(ranges)
                 ),
             );
         }
@@ -712,12 +710,7 @@ fn check_container(
     }
     // seccomp (container's own profile; an inherited one was judged on the Pod)
     if let Some(p) = container_seccomp(view, c)? {
-        check_seccomp(
-            spec.allowed_seccomp_profiles.as_slice(),
-            Some(&p),
-            &sc_path,
-            out,
-        );
+        check_seccomp(&spec.allowed_seccomp_profiles, Some(&p), &sc_path, out);
     }
     // AppArmor
     if !spec.allowed_app_armor_profiles.is_empty() {
