@@ -115,11 +115,14 @@ pub struct GlobSet {
 impl GlobSet {
     /// The globs of `entries` (in settings order).
     pub fn new(entries: NameList) -> Self {
-        let wildcards = entries
-            .iter()
-            .filter(|e| has_wildcard(e))
-            .map(Glob::new)
-            .collect();
+        let wildcards = match entries.is_empty() {
+            true => Vec::new(),
+            false => entries
+                .iter()
+                .filter(|e| has_wildcard(e))
+                .map(Glob::new)
+                .collect(),
+        };
         GlobSet {
             all: entries,
             wildcards,

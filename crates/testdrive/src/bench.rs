@@ -665,7 +665,15 @@ pub fn bench_scenario(
         )));
     }
 
+    // The floor is timed in turn with the policy, so that both see the same machine.
+    let floor_run = match bench.kind {
+        BenchKind::Plain => None,
+        BenchKind::Grown { .. } | BenchKind::Scaled { .. } => {
+            Some(Floor::prepare(host, bench, request, &s.settings)?)
+        }
+    };
     let mut fresh = Vec::with_capacity(options.fresh_iterations);
+    let mut floor_samples = Vec::with_capacity(options.fresh_iterations);
     let started = Instant::now();
     for _ in 0..options.fresh_iterations {
         reset();
@@ -673,17 +681,14 @@ pub fn bench_scenario(
         let instance = host.instantiate()?;
         instance.validate_serialized(request, &payload, callbacks.clone())?;
         fresh.push(t.elapsed());
+        if let Some(floor) = &floor_run {
+            floor_samples.push(floor.time_once(host)?);
+        }
         if started.elapsed() > options.budget {
             break;
         }
     }
-
-    let floor = match bench.kind {
-        BenchKind::Plain => None,
-        BenchKind::Grown { .. } | BenchKind::Scaled { .. } => {
-            Some(bench_floor(host, bench, request, &s.settings, options)?)
-        }
-    };
+    let floor = floor_run.map(|_| Stats::from_samples(floor_samples));
 
     let instance = host.instantiate()?;
     reset();
@@ -709,42 +714,55 @@ pub fn bench_scenario(
     })
 }
 
-/// The host floor of a scenario (fresh instance): its payload with the operation
-/// [`FLOOR_OPERATION`], which must be accepted unchanged without any host call.
-fn bench_floor(
-    host: &Host,
-    bench: &BenchScenario,
-    request: &Value,
-    settings: &Value,
-    options: &BenchOptions,
-) -> Result<Stats> {
-    let mut request = request.clone();
-    if let Some(map) = request.as_object_mut() {
-        map.insert("operation".into(), Value::from(FLOOR_OPERATION));
-    }
-    let payload = serialize_validate_payload(&request, settings)?;
-    let callbacks: crate::SharedCallbacks = crate::shared(crate::NoCluster::default());
-    let first = host
-        .instantiate()?
-        .validate_serialized(&request, &payload, callbacks.clone())?;
-    if !first.response.allowed || first.patch.is_some() || !first.host_call_errors.is_empty() {
-        return Err(Error::Invalid(format!(
-            "bench `{}`: the floor request ({FLOOR_OPERATION}) was judged, not accepted at once",
-            bench.name
-        )));
-    }
-    let mut samples = Vec::with_capacity(options.fresh_iterations);
-    let started = Instant::now();
-    for _ in 0..options.fresh_iterations {
-        let t = Instant::now();
-        host.instantiate()?
-            .validate_serialized(&request, &payload, callbacks.clone())?;
-        samples.push(t.elapsed());
-        if started.elapsed() > options.budget {
-            break;
+/// The host floor of a scenario: its payload with the operation [`FLOOR_OPERATION`], which
+/// must be accepted unchanged without any host call.
+struct Floor {
+    request: Value,
+    payload: Vec<u8>,
+    callbacks: crate::SharedCallbacks,
+}
+
+impl Floor {
+    fn prepare(
+        host: &Host,
+        bench: &BenchScenario,
+        request: &Value,
+        settings: &Value,
+    ) -> Result<Floor> {
+        let mut request = request.clone();
+        if let Some(map) = request.as_object_mut() {
+            map.insert("operation".into(), Value::from(FLOOR_OPERATION));
         }
+        let payload = serialize_validate_payload(&request, settings)?;
+        let floor = Floor {
+            request,
+            payload,
+            callbacks: crate::shared(crate::NoCluster::default()),
+        };
+        let first = host.instantiate()?.validate_serialized(
+            &floor.request,
+            &floor.payload,
+            floor.callbacks.clone(),
+        )?;
+        if !first.response.allowed || first.patch.is_some() || !first.host_call_errors.is_empty() {
+            return Err(Error::Invalid(format!(
+                "bench `{}`: the floor request ({FLOOR_OPERATION}) was judged, not accepted at once",
+                bench.name
+            )));
+        }
+        Ok(floor)
     }
-    Ok(Stats::from_samples(samples))
+
+    /// One fresh-instance evaluation of the floor request.
+    fn time_once(&self, host: &Host) -> Result<Duration> {
+        let t = Instant::now();
+        host.instantiate()?.validate_serialized(
+            &self.request,
+            &self.payload,
+            self.callbacks.clone(),
+        )?;
+        Ok(t.elapsed())
+    }
 }
 
 /// The verdict of one cost budget (SPEC 2.16).

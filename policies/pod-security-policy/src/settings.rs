@@ -78,15 +78,13 @@ impl Subjects {
                 ));
             }
         }
-        let service_accounts = raw
-            .service_accounts
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
+        let mut service_accounts = Vec::with_capacity(raw.service_accounts.len());
+        for (i, s) in raw.service_accounts.iter().enumerate() {
+            service_accounts.push(
                 ServiceAccountPattern::parse(s)
-                    .map_err(|e| SettingsError::new(format!("serviceAccounts[{i}]"), e))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+                    .map_err(|e| SettingsError::new(format!("serviceAccounts[{i}]"), e))?,
+            );
+        }
         Ok(Subjects {
             users,
             groups,
