@@ -286,6 +286,14 @@ mod tests {
         assert!(r.accepted && r.code.is_none() && r.mutated_object.is_none());
     }
 
+    /// Found by `make fuzz`: a label value `validate_settings` refuses is not checked again by
+    /// `validate` (policy-server never hands such settings over); the request is judged.
+    #[test]
+    fn settings_refused_only_by_a_syntax_check_are_judged() {
+        let payload = r#"{"request": {"kind": {"group": "", "kind": "Pod", "version": "v1"}, "namespace": "solar-dev", "operation": "CREATE", "userInfo": {"username": "alice"}, "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app", "namespace": "solar-dev"}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}, "settings": {"defaultMode": "whenEmpty", "defaultNodeSelector": {"appuio.io/node-class": "flex"}, "requiredNodeSelector": {"pool": "re(ewable"}}}"#;
+        policy_core::testing::check_payload::<NodeSelectorPolicy>(payload.as_bytes()).unwrap();
+    }
+
     fn ns(annotation: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "solar-dev",
             "annotations": {"appuio.io/default-node-selector": annotation}}})

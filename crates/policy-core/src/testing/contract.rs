@@ -4,8 +4,9 @@
 use serde_json::Value;
 
 use crate::cluster::Objects;
-use crate::policy::{Policy, ValidationResponse, evaluate, validate_settings};
+use crate::policy::{self, Policy, ValidationResponse, evaluate, validate_settings};
 use crate::request::{Operation, ValidatePayload};
+use crate::settings::{Raw, reread};
 use crate::testing::FailingCluster;
 
 fn describe(r: &ValidationResponse) -> String {
@@ -135,7 +136,10 @@ pub fn check_settings_reread(r: &ValidationResponse) -> Result<(), String> {
 /// * an undecodable payload is rejected with 400 by both;
 /// * an operation the policy does not judge ([`Policy::OPERATIONS`]) is accepted unchanged
 ///   by both, without a lookup, whatever the settings (they are not read);
-/// * settings refused by `validate_settings` are never accepted by `validate`;
+/// * settings refused by `validate_settings` are never accepted by `validate` when they do
+///   not decode in re-read mode either; settings refused only by a check re-reading skips
+///   (duplicates, syntax — which policy-server never hands over, as it refuses to load
+///   them) are judged like valid ones;
 /// * valid settings are re-read ([`check_settings_reread`]), the empty-cluster verdict is
 ///   [judged](check_judged) and keeps the [host contract](check_host_contract) (mutations
 ///   allowed, as the policy is unknown here);
@@ -175,7 +179,8 @@ pub fn check_payload<P: Policy>(data: &[u8]) -> Result<(), String> {
     }
     let settings_text = payload.settings.map_or("null", |raw| raw.get());
     let settings: Value = serde_json::from_str(settings_text).unwrap_or(Value::Null);
-    let settings_valid = validate_settings::<P>(settings_text.as_bytes()).valid;
+    let settings_valid = validate_settings::<P>(settings_text.as_bytes()).valid
+        || reread(|| policy::settings::<P>(Raw::Json(settings_text)).is_ok());
     if !settings_valid {
         return match [&plain, &failed].into_iter().find(|r| r.accepted) {
             Some(r) => Err(format!(
