@@ -1,4 +1,5 @@
-//! How rejection messages show settings lists ("what is allowed", README "Messages").
+//! How rejection messages show settings lists ("what is allowed"; README "What every policy
+//! guarantees": cost).
 //!
 //! A message names what is allowed in settings order, but a tenant reading a rejection
 //! needs the first few entries, not all 10,000 of an operator's list: lists longer than
