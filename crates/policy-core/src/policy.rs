@@ -1,5 +1,5 @@
 //! The policy contract and its wasm entry points: a policy crate implements [`Policy`] and
-//! calls [`export_policy!`]; the same [`evaluate`] runs natively in tests and benchmarks.
+//! calls [`export_policy!`](crate::export_policy); the same [`evaluate`] runs natively in tests and benchmarks.
 
 pub use kubewarden_policy_sdk::response::ValidationResponse;
 pub use kubewarden_policy_sdk::settings::SettingsValidationResponse;

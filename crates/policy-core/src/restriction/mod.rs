@@ -62,7 +62,7 @@ pub use collection::{
     CollectionRestriction, Emptiness, RawCollection, RawStringList, RawStringMap,
     StringListRestriction, StringMapRestriction,
 };
-pub use hostpath::{PrefixSet, check_path_prefix, clean_path, path_prefix_matches};
+pub use hostpath::{PrefixSet, SCANNED_PATHS, check_path_prefix, clean_path, path_prefix_matches};
 pub use scalar::{
     BoolRestriction, NumericRestriction, Range, RawBool, RawNumeric, RawRange, RawString,
     StringMatch, StringRestriction,

@@ -57,7 +57,7 @@ pub enum StringMatch {
     /// lower-cased value.
     CaseInsensitive,
     /// Entries are absolute path prefixes matched at component boundaries
-    /// ([`path_prefix_matches`]); regexes fully match the lexically cleaned path
+    /// ([`path_prefix_matches`](super::path_prefix_matches)); regexes fully match the lexically cleaned path
     /// ([`clean_path`]), so `/data/../etc` is judged as `/etc`. For `hostPath.path`.
     PathPrefix,
 }
