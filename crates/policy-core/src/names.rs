@@ -33,13 +33,34 @@ pub const LINEAR_LOOKUPS: u32 = 8;
 /// Lists of at most this many entries are always searched by comparing entries.
 pub const SHORT_LIST: usize = 16;
 
+/// The questions asked of a settings list so far: the first [`LINEAR_LOOKUPS`] (every one
+/// for a list of at most [`SHORT_LIST`] entries) are answered by trying each entry, later
+/// ones by an index built once. A copy starts counting again.
+#[derive(Debug, Default)]
+pub struct Questions(Cell<u32>);
+
+impl Questions {
+    /// Counts one more question about a list of `len` entries; whether to try each entry.
+    pub fn linear(&self, len: usize) -> bool {
+        let asked = self.0.get().saturating_add(1);
+        self.0.set(asked);
+        asked <= LINEAR_LOOKUPS || len <= SHORT_LIST
+    }
+}
+
+impl Clone for Questions {
+    fn clone(&self) -> Self {
+        Questions::default()
+    }
+}
+
 /// An ordered list of strings in one buffer, with membership tests that build a hash index
 /// on demand.
 #[derive(Default)]
 pub struct NameList {
     text: String,
     ends: Ends,
-    lookups: Cell<u32>,
+    lookups: Questions,
     index: OnceCell<Box<Index>>,
 }
 
@@ -125,9 +146,7 @@ impl NameList {
         if let Some(index) = self.index.get() {
             return index.find(self, value);
         }
-        let asked = self.lookups.get().saturating_add(1);
-        self.lookups.set(asked);
-        if asked <= LINEAR_LOOKUPS || self.len() <= SHORT_LIST {
+        if self.lookups.linear(self.len()) {
             return (0..self.len()).find(|&i| self.is_at(i, value));
         }
         self.index
@@ -331,7 +350,7 @@ impl Clone for NameList {
         NameList {
             text: self.text.clone(),
             ends: self.ends.clone(),
-            lookups: Cell::new(0),
+            lookups: Questions::default(),
             index: OnceCell::new(),
         }
     }

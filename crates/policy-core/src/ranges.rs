@@ -2,9 +2,9 @@
 //! kept in settings order for messages and tested for membership without trying every
 //! range once a list is asked often (README "What every policy guarantees": cost).
 
-use std::cell::{Cell, OnceCell};
+use std::cell::OnceCell;
 
-use crate::names::{LINEAR_LOOKUPS, SHORT_LIST};
+use crate::names::Questions;
 
 /// An inclusive range with its bounds as `i128` (open ends as `i128::MIN` / `i128::MAX`).
 pub trait Bounds {
@@ -18,9 +18,8 @@ impl Bounds for (i64, i64) {
     }
 }
 
-/// Ranges in settings order. The first [`LINEAR_LOOKUPS`] questions (every question for a
-/// list of at most [`SHORT_LIST`] ranges) try each range; after that the ranges are sorted
-/// and merged once, and each question is a binary search.
+/// Ranges in settings order. The first questions try each range ([`Questions`]); after that
+/// the ranges are sorted and merged once, and each question is a binary search.
 ///
 /// ```
 /// use policy_core::ranges::RangeList;
@@ -34,7 +33,7 @@ impl Bounds for (i64, i64) {
 #[derive(Clone, Debug, Default)]
 pub struct RangeList<R> {
     items: Vec<R>,
-    asked: Cell<u32>,
+    asked: Questions,
     /// Sorted by lower bound, overlapping ranges merged.
     merged: OnceCell<Vec<(i128, i128)>>,
 }
@@ -52,7 +51,7 @@ impl<R: Bounds> RangeList<R> {
     pub fn new(items: Vec<R>) -> Self {
         RangeList {
             items,
-            asked: Cell::new(0),
+            asked: Questions::default(),
             merged: OnceCell::new(),
         }
     }
@@ -69,11 +68,7 @@ impl<R: Bounds> RangeList<R> {
 
     /// Whether `v` lies in one of the ranges.
     pub fn contains(&self, v: i128) -> bool {
-        let asked = self.asked.get().saturating_add(1);
-        self.asked.set(asked);
-        if self.merged.get().is_none()
-            && (asked <= LINEAR_LOOKUPS || self.items.len() <= SHORT_LIST)
-        {
+        if self.merged.get().is_none() && self.asked.linear(self.items.len()) {
             return self.items.iter().any(|r| {
                 let (lo, hi) = r.bounds();
                 lo <= v && v <= hi

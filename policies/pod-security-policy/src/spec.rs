@@ -510,20 +510,21 @@ fn err(path: impl Into<String>, problem: impl Into<String>) -> SettingsError {
 }
 
 /// Refuses `*` mixed with other entries, empty entries, and duplicates (not on re-read:
-/// checked when the policy was loaded).
-fn star_alone(field: &str, items: &NameList) -> Result<(), SettingsError> {
+/// checked when the policy was loaded, and nothing is collected then).
+fn star_alone<'a>(field: &str, items: impl Iterator<Item = &'a str>) -> Result<(), SettingsError> {
     if policy_core::settings::is_reread() {
         return Ok(());
     }
+    let items: Vec<&str> = items.collect();
     for (i, item) in items.iter().enumerate() {
         if item.is_empty() && field != "allowedSeccompProfiles" {
             return Err(err(format!("{field}[{i}]"), "must not be empty"));
         }
-        if item == "*" && items.len() > 1 {
+        if *item == "*" && items.len() > 1 {
             return Err(err(format!("{field}[{i}]"), "\"*\" must be the only entry"));
         }
     }
-    policy_core::settings::no_duplicate_names(field, items)
+    policy_core::settings::no_duplicates(field, &items, |s| format!("{s:?}"))
 }
 
 fn id_strategy(
@@ -667,9 +668,12 @@ impl PspSpec {
         let allowed_capabilities = raw.allowed_capabilities.unwrap_or_default();
         let default_add_capabilities = raw.default_add_capabilities.unwrap_or_default();
         let required_drop_capabilities = raw.required_drop_capabilities.unwrap_or_default();
-        star_alone("allowedCapabilities", &allowed_capabilities)?;
-        star_alone("defaultAddCapabilities", &default_add_capabilities)?;
-        star_alone("requiredDropCapabilities", &required_drop_capabilities)?;
+        star_alone("allowedCapabilities", allowed_capabilities.iter())?;
+        star_alone("defaultAddCapabilities", default_add_capabilities.iter())?;
+        star_alone(
+            "requiredDropCapabilities",
+            required_drop_capabilities.iter(),
+        )?;
         for (field, list) in [
             ("defaultAddCapabilities", &default_add_capabilities),
             ("requiredDropCapabilities", &required_drop_capabilities),
@@ -772,7 +776,7 @@ impl PspSpec {
         };
 
         let mut volumes = raw.volumes.unwrap_or_default();
-        star_alone("volumes", &volumes.iter().map(String::as_str).collect())?;
+        star_alone("volumes", volumes.iter().map(String::as_str))?;
         for (i, v) in volumes.iter_mut().enumerate() {
             if v == "cephfs" {
                 *v = "cephFS".to_owned();
@@ -818,8 +822,8 @@ impl PspSpec {
 
         let allowed_unsafe_sysctls = raw.allowed_unsafe_sysctls.unwrap_or_default();
         let forbidden_sysctls = raw.forbidden_sysctls.unwrap_or_default();
-        star_alone("allowedUnsafeSysctls", &allowed_unsafe_sysctls)?;
-        star_alone("forbiddenSysctls", &forbidden_sysctls)?;
+        star_alone("allowedUnsafeSysctls", allowed_unsafe_sysctls.iter())?;
+        star_alone("forbiddenSysctls", forbidden_sysctls.iter())?;
         // Overlaps cannot change a verdict (forbidden wins): not checked on re-read.
         for (i, a) in allowed_unsafe_sysctls
             .iter()
@@ -854,10 +858,7 @@ impl PspSpec {
             Some(rc) => {
                 star_alone(
                     "runtimeClass.allowedRuntimeClassNames",
-                    &rc.allowed_runtime_class_names
-                        .iter()
-                        .map(String::as_str)
-                        .collect(),
+                    rc.allowed_runtime_class_names.iter().map(String::as_str),
                 )?;
                 if let Some(d) = &rc.default_runtime_class_name {
                     let any = rc.allowed_runtime_class_names.iter().any(|n| n == "*");
@@ -894,7 +895,7 @@ impl PspSpec {
                 true,
             )?);
         }
-        star_alone("allowedSeccompProfiles", &allowed_seccomp_profiles)?;
+        star_alone("allowedSeccompProfiles", allowed_seccomp_profiles.iter())?;
         let default_seccomp_profile = match raw.default_seccomp_profile {
             None => None,
             Some(d) => {
