@@ -1,7 +1,10 @@
 # tenancy-policies — build, test and try the Kubewarden policies of this bundle.
 #
 #   make run    build what is needed and evaluate the seed example through testdrive
-#   make test   fmt, clippy, unit tests, all wasm built, every declarative case through the wasm
+#   make test   fmt, clippy, unit tests, all wasm built, every declarative case through the wasm,
+#               then through the real kwctl (make e2e) when kwctl is found
+#   make e2e    every declarative case through the real kwctl ($(KWCTL), else kwctl on PATH)
+#   make bench-server  throughput of the bench scenarios in the real policy-server (not in make test)
 #   make fuzz   every policy's cargo-fuzz targets, FUZZ_SECONDS each (nightly; not in `make test`)
 
 SHELL := /bin/bash
@@ -12,10 +15,13 @@ WASM_DIR := $(TARGET_DIR)/$(WASM_TARGET)/release
 TESTDRIVE := $(TARGET_DIR)/host/testdrive
 POLICIES := $(notdir $(wildcard policies/*-policy))
 POLICY_PKGS := $(foreach p,$(POLICIES),-p $(p))
+# The real Kubewarden tools: KWCTL for make e2e, POLICY_SERVER for make bench-server.
+KWCTL ?= $(shell command -v kwctl 2> /dev/null)
+POLICY_SERVER ?= $(shell command -v policy-server 2> /dev/null)
 SEED_SETTINGS := test_data/settings/pod-toleration-seed.yaml
 SEED_REQUESTS := test_data/requests/pod-toleration
 
-.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e fuzz clean
+.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server fuzz clean
 
 run: setup policies testdrive
 	@echo "== seed example: bob (not in tenantA-users) tolerates dedicated=tenantA =="
@@ -29,7 +35,7 @@ run: setup policies testdrive
 	  --settings-path $(SEED_SETTINGS) \
 	  --request-path $(SEED_REQUESTS)/pod-equal-dedicated-member.json
 
-test: setup fmt-check lint unit policies testdrive check
+test: setup fmt-check lint unit policies testdrive check e2e-if-kwctl
 
 setup:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
@@ -66,7 +72,17 @@ testdrive:
 check: policies testdrive
 	$(TESTDRIVE) check --wasm-dir $(WASM_DIR)
 
-e2e: check
+# Every declarative case through the real kwctl: kwctl annotate (no warning allowed), kwctl
+# scaffold artifacthub, then kwctl run per case (replay sessions; `cluster:` objects recorded
+# into one), judged like `check` and compared with testdrive's answer. Its last line is
+# "N passed, N failed".
+e2e: policies testdrive
+	@test -n "$(KWCTL)" || { echo "make e2e needs kwctl: set KWCTL=/path/to/kwctl or put kwctl on PATH"; exit 1; }
+	$(TESTDRIVE) e2e --kwctl $(KWCTL) --wasm-dir $(WASM_DIR) --work-dir $(TARGET_DIR)/e2e
+
+e2e-if-kwctl:
+	@if [ -n "$(KWCTL)" ]; then $(MAKE) --no-print-directory e2e; \
+	else echo "e2e skipped: no kwctl found (set KWCTL=/path/to/kwctl or put kwctl on PATH)"; fi
 
 # Annotated modules (what `kwctl annotate` produces), in target/annotated/.
 annotate: policies testdrive

@@ -284,13 +284,87 @@ pub fn list_items(answer: Value) -> Result<Vec<Value>, LookupFailure> {
     }
 }
 
-/// The Kubewarden host's cluster callbacks (inside wasm only).
-#[derive(Debug, Default)]
-pub struct HostCluster;
+/// The Kubernetes host calls a policy makes: its `metadata.yml` `hostCapabilities`
+/// (README "Packaging"). Inside wasm, [`HostCluster`] compiles in only the calls
+/// declared here, so that `kwctl annotate` detects exactly these in the module.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostCapabilities {
+    /// `kubernetes/get_resource`: one object by name.
+    pub get_resource: bool,
+    /// `kubernetes/list_resources_by_namespace`: the objects of one namespace.
+    pub list_resources_by_namespace: bool,
+    /// `kubernetes/list_resources_all`: the objects of every namespace.
+    pub list_resources_all: bool,
+}
+
+impl HostCapabilities {
+    /// No host call: the policy never reads the cluster.
+    pub const NONE: HostCapabilities = HostCapabilities {
+        get_resource: false,
+        list_resources_by_namespace: false,
+        list_resources_all: false,
+    };
+
+    /// Only `kubernetes/get_resource`.
+    pub const GET_RESOURCE: HostCapabilities = HostCapabilities {
+        get_resource: true,
+        ..HostCapabilities::NONE
+    };
+
+    /// The capabilities as `metadata.yml` names them, sorted.
+    ///
+    /// ```
+    /// use policy_core::cluster::HostCapabilities;
+    /// assert_eq!(HostCapabilities::GET_RESOURCE.names(), ["kubernetes/get_resource"]);
+    /// assert!(HostCapabilities::NONE.names().is_empty());
+    /// ```
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.get_resource, "kubernetes/get_resource"),
+            (self.list_resources_all, "kubernetes/list_resources_all"),
+            (
+                self.list_resources_by_namespace,
+                "kubernetes/list_resources_by_namespace",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
+}
+
+/// The refusal of a lookup whose host call the policy does not declare. The text must not
+/// spell the capability's name: `kwctl annotate` would detect it in the module's data.
+#[cfg(target_arch = "wasm32")]
+fn undeclared(what: &str) -> LookupFailure {
+    LookupFailure(format!(
+        "cannot read {what}: the policy does not declare this lookup in its hostCapabilities"
+    ))
+}
+
+/// The Kubewarden host's cluster callbacks for policy `P`, limited to the calls
+/// `P::HOST_CAPABILITIES` declares (inside wasm only; outside, every lookup fails).
+pub struct HostCluster<P>(std::marker::PhantomData<P>);
+
+impl<P> Default for HostCluster<P> {
+    fn default() -> Self {
+        HostCluster(std::marker::PhantomData)
+    }
+}
+
+impl<P> std::fmt::Debug for HostCluster<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HostCluster")
+    }
+}
 
 #[cfg(target_arch = "wasm32")]
-impl Cluster for HostCluster {
+impl<P: crate::policy::Policy> Cluster for HostCluster<P> {
     fn get(&mut self, request: &GetRequest) -> Result<Option<Value>, LookupFailure> {
+        // a constant per policy: an undeclared call is not compiled in
+        if !P::HOST_CAPABILITIES.get_resource {
+            return Err(undeclared(&request.describe()));
+        }
         let msg = serde_json::to_vec(request).map_err(|e| LookupFailure(e.to_string()))?;
         match wapc_guest::host_call("kubewarden", "kubernetes", "get_resource", &msg) {
             Ok(raw) => serde_json::from_slice(&raw)
@@ -309,13 +383,20 @@ impl Cluster for HostCluster {
 
     fn list(&mut self, request: &ListRequest) -> Result<Vec<Value>, LookupFailure> {
         let msg = serde_json::to_vec(request).map_err(|e| LookupFailure(e.to_string()))?;
-        let op = if request.namespace.is_some() {
-            "list_resources_by_namespace"
-        } else {
-            "list_resources_all"
-        };
-        let raw = wapc_guest::host_call("kubewarden", "kubernetes", op, &msg)
-            .map_err(|e| LookupFailure(host_error_text(&e.to_string()).to_owned()))?;
+        // each branch's condition is a constant per policy (see `get`)
+        let raw = match request.namespace {
+            Some(_) if P::HOST_CAPABILITIES.list_resources_by_namespace => wapc_guest::host_call(
+                "kubewarden",
+                "kubernetes",
+                "list_resources_by_namespace",
+                &msg,
+            ),
+            None if P::HOST_CAPABILITIES.list_resources_all => {
+                wapc_guest::host_call("kubewarden", "kubernetes", "list_resources_all", &msg)
+            }
+            _ => return Err(undeclared(&request.describe())),
+        }
+        .map_err(|e| LookupFailure(host_error_text(&e.to_string()).to_owned()))?;
         let list: Value = serde_json::from_slice(&raw)
             .map_err(|e| LookupFailure(format!("undecodable answer: {e}")))?;
         list_items(list)
@@ -323,7 +404,7 @@ impl Cluster for HostCluster {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-impl Cluster for HostCluster {
+impl<P> Cluster for HostCluster<P> {
     fn get(&mut self, request: &GetRequest) -> Result<Option<Value>, LookupFailure> {
         Err(LookupFailure(format!(
             "no Kubewarden host outside wasm to read {}",

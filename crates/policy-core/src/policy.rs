@@ -6,7 +6,7 @@ pub use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
 use serde::de::DeserializeOwned;
 
-use crate::cluster::{Cluster, Lookups};
+use crate::cluster::{Cluster, HostCapabilities, Lookups};
 use crate::error::{PolicyError, SettingsError};
 use crate::request::{
     AdmissionRequest, OnePassPayload, Operation, PayloadSettings, ValidatePayload,
@@ -26,6 +26,9 @@ pub trait Policy {
     /// The operations the policy judges; every other operation is accepted before the
     /// settings are read (README "What every policy guarantees": cost).
     const OPERATIONS: &'static [Operation] = &[Operation::Create, Operation::Update];
+    /// The host calls the policy makes; exactly its `metadata.yml` `hostCapabilities`
+    /// (`testdrive check` compares them with what the module contains).
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::NONE;
 
     /// Whether violations reject or warn (SPEC 2.12); `Enforce` unless the policy has `mode`.
     fn mode(_settings: &Self::Settings) -> Mode {
@@ -181,7 +184,7 @@ macro_rules! export_policy {
                 $crate::policy::to_wire(&$crate::policy::validate_settings::<$policy>(payload))
             });
             $crate::guest::register_function("validate", |payload: &[u8]| {
-                let mut host = $crate::cluster::HostCluster;
+                let mut host = $crate::cluster::HostCluster::<$policy>::default();
                 $crate::policy::to_wire(&$crate::policy::evaluate::<$policy>(payload, &mut host))
             });
         }

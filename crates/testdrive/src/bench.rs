@@ -1016,6 +1016,7 @@ mod tests {
                 settings: Value::Null,
                 request: None,
                 cluster: crate::cases::ClusterState::None,
+                session_file: None,
             },
             kind,
         };

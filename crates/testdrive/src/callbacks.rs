@@ -280,6 +280,29 @@ pub fn shared<C: Callbacks + Send + 'static>(callbacks: C) -> Arc<Mutex<C>> {
     Arc::new(Mutex::new(callbacks))
 }
 
+/// Shared callbacks answer like the ones they share (so that a [`Recorder`] can wrap them).
+impl Callbacks for SharedCallbacks {
+    fn kubernetes(&mut self, request: &KubernetesRequest) -> std::result::Result<Vec<u8>, String> {
+        self.lock()
+            .map_err(|_| "testdrive: callbacks lock poisoned".to_owned())?
+            .kubernetes(request)
+    }
+
+    fn problems(&self) -> Vec<String> {
+        self.lock().map(|c| c.problems()).unwrap_or_default()
+    }
+
+    fn unused(&self) -> Vec<String> {
+        self.lock().map(|c| c.unused()).unwrap_or_default()
+    }
+
+    fn reset(&mut self) {
+        if let Ok(mut c) = self.lock() {
+            c.reset();
+        }
+    }
+}
+
 /// No cluster state at all: every read fails, and is reported as a problem.
 #[derive(Debug, Default, Clone)]
 pub struct NoCluster {

@@ -174,6 +174,8 @@ pub struct Scenario {
     pub request: Option<Value>,
     /// Cluster state.
     pub cluster: ClusterState,
+    /// The replay session file the state was read from, if any.
+    pub session_file: Option<PathBuf>,
 }
 
 /// A case ready to run.
@@ -235,6 +237,7 @@ pub fn resolve_scenario(
     } else {
         (&defaults.replay, &defaults.cluster)
     };
+    let session_file = replay.as_deref().map(|p| resolve_path(file, p));
     let cluster = match (replay, cluster) {
         (Some(_), Some(_)) => {
             return Err(Error::Invalid(
@@ -249,6 +252,7 @@ pub fn resolve_scenario(
         settings,
         request,
         cluster,
+        session_file,
     })
 }
 
@@ -357,14 +361,14 @@ impl CaseOutcome {
     }
 }
 
-fn quote(s: Option<&str>) -> String {
+pub(crate) fn quote(s: Option<&str>) -> String {
     match s {
         Some(s) => format!("{s:?}"),
         None => "(no message)".to_owned(),
     }
 }
 
-fn check_message(expect: &Expect, actual: Option<&str>, failures: &mut Vec<String>) {
+pub(crate) fn check_message(expect: &Expect, actual: Option<&str>, failures: &mut Vec<String>) {
     let mut fragments: Vec<&String> = expect.message.iter().collect();
     fragments.extend(expect.messages.iter().flatten());
     for f in fragments {
@@ -388,11 +392,11 @@ fn check_message(expect: &Expect, actual: Option<&str>, failures: &mut Vec<Strin
     }
 }
 
-fn compact(v: &Value) -> String {
+pub(crate) fn compact(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-fn check_evaluation(expect: &Expect, eval: &Evaluation, failures: &mut Vec<String>) {
+pub(crate) fn check_evaluation(expect: &Expect, eval: &Evaluation, failures: &mut Vec<String>) {
     let resp = &eval.response;
     if let Some(allowed) = expect.allowed
         && allowed != resp.allowed
@@ -632,6 +636,46 @@ pub fn policy_metadata(policy_dir: &Path) -> Result<Option<Metadata>> {
     Ok(None)
 }
 
+/// Why a policy would not package as Kubewarden's tools expect: its metadata
+/// ([`Metadata::packaging_problems`]), host capabilities that differ from the ones the module
+/// can call (what `kwctl annotate` warns about), or no `questions-ui.yml` for Artifact Hub.
+pub fn packaging_problems(
+    policy_dir: &Path,
+    policy: &str,
+    wasm: &[u8],
+    metadata: Option<&Metadata>,
+) -> Vec<String> {
+    let Some(metadata) = metadata else {
+        return vec!["no metadata.yml".to_owned()];
+    };
+    let mut out = metadata.packaging_problems(policy);
+    match crate::wasm::detected_host_capabilities(wasm) {
+        Ok(detected) => {
+            let declared: BTreeSet<String> = metadata
+                .host_capabilities
+                .iter()
+                .flatten()
+                .cloned()
+                .collect();
+            if metadata.host_capabilities.is_some() && detected != declared {
+                out.push(format!(
+                    "hostCapabilities {declared:?} differ from the calls the module can make {detected:?}"
+                ));
+            }
+        }
+        Err(e) => out.push(e.to_string()),
+    }
+    let questions = policy_dir.join("questions-ui.yml");
+    match std::fs::read_to_string(&questions) {
+        Ok(text) if !text.trim().is_empty() => {}
+        _ => out.push(format!(
+            "{} is missing or empty (kwctl scaffold artifacthub refuses an empty one)",
+            questions.display()
+        )),
+    }
+    out
+}
+
 /// The outcome of `check` for one policy directory.
 #[derive(Debug, Clone, Default)]
 pub struct PolicyReport {
@@ -743,6 +787,10 @@ pub fn check_policy(policy_dir: &Path, options: &CheckOptions) -> PolicyReport {
             return report;
         }
     };
+    let problems = packaging_problems(policy_dir, &policy, &wasm, metadata.as_ref());
+    if !problems.is_empty() {
+        report.error = Some(format!("{policy}: packaging: {}", problems.join("; ")));
+    }
     let mut host = match Host::load(&wasm, metadata) {
         Ok(h) => h,
         Err(e) => {

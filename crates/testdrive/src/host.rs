@@ -359,6 +359,15 @@ fn dispatch(
         ("tracing", _) => Err(format!("unknown operation: {operation}")),
         ("kubernetes", "can_i") => Err("kubernetes/can_i is not supported by testdrive".to_owned()),
         ("kubernetes", _) => {
+            // policy-server and kwctl refuse a call outside the allowed host capabilities
+            // with this text; testdrive allows exactly the metadata's hostCapabilities
+            let capability = format!("{namespace}/{operation}");
+            if metadata.is_some_and(|m| !m.allows_capability(&capability)) {
+                return Err(format!(
+                    "Policy has not been granted access to the '{capability}' host capability. \
+                     The violation has been reported."
+                ));
+            }
             let request = KubernetesRequest::from_host_call(operation, payload)
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("unknown operation: {operation}"))?;

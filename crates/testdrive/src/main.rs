@@ -39,6 +39,29 @@ enum Command {
     Record(RecordArgs),
     /// Write every case's validate payload and settings as fuzzing seeds.
     Seeds(SeedsArgs),
+    /// Run every declarative case through the real kwctl (annotate, scaffold, run).
+    E2e(E2eArgs),
+}
+
+#[derive(Args)]
+struct E2eArgs {
+    /// Policy directories (default: every directory under ./policies).
+    dirs: Vec<PathBuf>,
+    /// The kwctl binary.
+    #[arg(long)]
+    kwctl: PathBuf,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    wasm_dir: PathBuf,
+    /// Where annotated modules, case inputs and recorded sessions go.
+    #[arg(long, default_value = "target/e2e")]
+    work_dir: PathBuf,
+    /// kwctl processes at a time (default: 4 per core: each run mostly waits, see README).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Only cases whose name (or policy name) contains this.
+    #[arg(long)]
+    filter: Option<String>,
 }
 
 #[derive(Args)]
@@ -170,6 +193,7 @@ fn main() -> ExitCode {
         Command::Annotate(a) => annotate(a),
         Command::Record(a) => record(a),
         Command::Seeds(a) => seeds(a),
+        Command::E2e(a) => e2e(a),
     };
     match result {
         Ok(code) => code,
@@ -300,9 +324,17 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         filter: a.filter,
         verbose: a.verbose,
     };
+    let reports: Vec<_> = policy_dirs(a.dirs)?
+        .iter()
+        .map(|dir| check_policy(dir, &options))
+        .collect();
+    Ok(print_reports(&reports))
+}
+
+/// Prints each policy's failures and counts, then the closing line `N passed, N failed`.
+fn print_reports(reports: &[testdrive::cases::PolicyReport]) -> ExitCode {
     let (mut passed, mut failed) = (0usize, 0usize);
-    for dir in policy_dirs(a.dirs)? {
-        let report = check_policy(&dir, &options);
+    for report in reports {
         for w in &report.warnings {
             eprintln!("warning: {w}");
         }
@@ -334,11 +366,36 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         failed += report.failed();
     }
     println!("{passed} passed, {failed} failed");
-    Ok(if failed == 0 {
+    if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
+}
+
+fn e2e(a: E2eArgs) -> Result<ExitCode> {
+    let version = testdrive::e2e::kwctl_version(&a.kwctl)?;
+    let jobs = a.jobs.unwrap_or_else(|| {
+        4 * std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    println!(
+        "e2e: every case through {} ({}), {jobs} at a time",
+        a.kwctl.display(),
+        if version.is_empty() {
+            "version unknown"
+        } else {
+            &version
+        }
+    );
+    let options = testdrive::e2e::E2eOptions {
+        kwctl: a.kwctl,
+        wasm_dir: a.wasm_dir,
+        work_dir: a.work_dir,
+        jobs,
+        filter: a.filter,
+    };
+    let reports = testdrive::e2e::run(&policy_dirs(a.dirs)?, &options)?;
+    Ok(print_reports(&reports))
 }
 
 fn bench(a: BenchArgs) -> Result<ExitCode> {

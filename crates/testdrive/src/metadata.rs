@@ -60,10 +60,17 @@ pub struct Metadata {
     /// Execution mode (`kubewarden-wapc` for our policies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_mode: Option<String>,
+    /// The host calls the module makes (`kubernetes/get_resource`, ...); kwctl warns when
+    /// they differ from the calls it detects in the module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_capabilities: Option<Vec<String>>,
+    /// The oldest Kubewarden release the policy runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum_kubewarden_version: Option<String>,
     /// Free-form annotations (`io.kubewarden.policy.*`, `io.artifacthub.*`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
-    /// Every other key (policyType, hostCapabilities, minimumKubewardenVersion, ...).
+    /// Every other key (policyType, ...).
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
 }
@@ -89,6 +96,29 @@ impl Metadata {
                 .map(Some)
                 .map_err(|e| Error::parse(format!("custom section {METADATA_SECTION}"), e)),
         }
+    }
+
+    /// Whether the metadata lets the module call `capability` (`kubernetes/get_resource`):
+    /// without `hostCapabilities`, every call is allowed (kwctl's and policy-server's default).
+    pub fn allows_capability(&self, capability: &str) -> bool {
+        self.host_capabilities
+            .as_ref()
+            .is_none_or(|declared| declared.iter().any(|c| c == capability))
+    }
+
+    /// Why Kubewarden's packaging tools would refuse or mislabel this metadata, for the
+    /// policy directory `policy` (README "Packaging"): every annotation `kwctl scaffold
+    /// artifacthub` and Artifact Hub read, in the form they need, plus `hostCapabilities`
+    /// and `minimumKubewardenVersion`. Empty when the metadata is complete.
+    ///
+    /// ```
+    /// let m = testdrive::Metadata::from_yaml_str("rules: []\n", "inline").unwrap();
+    /// let problems = m.packaging_problems("foo-policy");
+    /// assert!(problems.iter().any(|p| p.contains("io.kubewarden.policy.ociUrl")));
+    /// assert!(problems.iter().any(|p| p.contains("hostCapabilities")));
+    /// ```
+    pub fn packaging_problems(&self, policy: &str) -> Vec<String> {
+        crate::packaging::problems(self, policy)
     }
 
     /// Whether host callbacks may read resources of this type.
@@ -156,7 +186,13 @@ hostCapabilities: ["kubernetes/get_resource"]
         assert_eq!(m.rules.len(), 1);
         assert!(m.allows_resource("v1", "Namespace"));
         assert!(!m.allows_resource("apps/v1", "Namespace"));
-        assert!(m.other.contains_key("hostCapabilities"));
+        assert_eq!(
+            m.host_capabilities.as_deref(),
+            Some(&["kubernetes/get_resource".to_owned()][..])
+        );
+        assert!(m.allows_capability("kubernetes/get_resource"));
+        assert!(!m.allows_capability("kubernetes/list_resources_all"));
+        assert!(Metadata::default().allows_capability("kubernetes/list_resources_all"));
     }
 
     #[test]
@@ -169,7 +205,7 @@ hostCapabilities: ["kubernetes/get_resource"]
         assert_eq!(back.context_aware_resources, m.context_aware_resources);
         assert_eq!(back.annotations[USAGE_ANNOTATION], "# usage");
         assert_eq!(back.other["policyType"], "kubernetes");
-        assert_eq!(back.other["hostCapabilities"], m.other["hostCapabilities"]);
+        assert_eq!(back.host_capabilities, m.host_capabilities);
         // compact JSON with camelCase keys
         let raw = read_custom_section(&annotated, METADATA_SECTION)
             .unwrap()

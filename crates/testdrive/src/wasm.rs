@@ -114,6 +114,45 @@ pub fn read_custom_section<'a>(module: &'a [u8], name: &str) -> Result<Option<&'
         .and_then(|(_, range)| module.get(range)))
 }
 
+/// The Kubernetes host capabilities testdrive answers, as `metadata.yml` names them.
+pub const KUBERNETES_CAPABILITIES: [&str; 4] = [
+    "kubernetes/can_i",
+    "kubernetes/get_resource",
+    "kubernetes/list_resources_all",
+    "kubernetes/list_resources_by_namespace",
+];
+
+/// The Kubernetes host capabilities a module can call, found as `kwctl annotate` finds
+/// them: the namespace and the operation names appear in its data section (a waPC host
+/// call names them as strings). kwctl warns when this set differs from the metadata's
+/// `hostCapabilities`; it knows more namespaces (oci, net, crypto) than the ones listed in
+/// [`KUBERNETES_CAPABILITIES`].
+///
+/// ```
+/// let none = testdrive::wasm::detected_host_capabilities(b"\0asm\x01\0\0\0").unwrap();
+/// assert!(none.is_empty());
+/// ```
+pub fn detected_host_capabilities(module: &[u8]) -> Result<std::collections::BTreeSet<String>> {
+    let data: Vec<u8> = sections(module)?
+        .into_iter()
+        .filter(|s| s.id == DATA_SECTION)
+        .filter_map(|s| module.get(s.whole))
+        .flat_map(|bytes| bytes.iter().copied().chain([0xff]))
+        .collect();
+    let contains = |needle: &str| data.windows(needle.len()).any(|w| w == needle.as_bytes());
+    Ok(KUBERNETES_CAPABILITIES
+        .iter()
+        .filter(|full| {
+            full.split_once('/')
+                .is_some_and(|(namespace, operation)| contains(namespace) && contains(operation))
+        })
+        .map(|full| (*full).to_owned())
+        .collect())
+}
+
+/// Section id of the data section.
+const DATA_SECTION: u8 = 11;
+
 /// Returns a copy of `module` where every custom section called `name` is
 /// removed and one new custom section `name` with `payload` is appended.
 pub fn set_custom_section(module: &[u8], name: &str, payload: &[u8]) -> Result<Vec<u8>> {

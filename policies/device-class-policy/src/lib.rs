@@ -5,7 +5,7 @@
 pub mod settings;
 
 use policy_core::class::{ClassKind, record};
-use policy_core::cluster::Lookups;
+use policy_core::cluster::{HostCapabilities, Lookups};
 use policy_core::json::At;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
@@ -33,6 +33,7 @@ fn admin_access(
 
 impl Policy for DeviceClassPolicy {
     const NAME: &'static str = "device-class-policy";
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
     type RawSettings = settings::RawSettings;
     type Settings = Settings;
     /// Claim specs are immutable: only CREATE is judged.

@@ -2,7 +2,7 @@
 //! without class gets the tenant default (SPEC 3.7).
 
 use policy_core::class::{ClassKind, ClassPolicySettings, record};
-use policy_core::cluster::Lookups;
+use policy_core::cluster::{HostCapabilities, Lookups};
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
 use policy_core::{FieldPath, PolicyError, Verdict};
@@ -31,6 +31,7 @@ fn class_name(object: &Value) -> Option<&str> {
 
 impl Policy for GatewayClassPolicy {
     const NAME: &'static str = "gateway-class-policy";
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
     type RawSettings = policy_core::class::TopLevel;
     type Settings = Settings;
 

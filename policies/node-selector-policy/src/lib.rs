@@ -8,7 +8,7 @@ pub mod settings;
 use std::collections::HashSet;
 
 use policy_core::class::skip_on_lookup_error;
-use policy_core::cluster::{GetRequest, Lookups};
+use policy_core::cluster::{GetRequest, HostCapabilities, Lookups};
 use policy_core::names::NameMap;
 use policy_core::pod::PodView;
 use policy_core::policy::Policy;
@@ -24,6 +24,7 @@ pub struct NodeSelectorPolicy;
 
 impl Policy for NodeSelectorPolicy {
     const NAME: &'static str = "node-selector-policy";
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
     type RawSettings = settings::RawSettings;
     type Settings = Settings;
 

@@ -6,7 +6,7 @@
 pub mod settings;
 
 use policy_core::class::{ClassAllowList, ClassFetch, ClassKind, record, skip_on_lookup_error};
-use policy_core::cluster::{GetRequest, Lookups, OnLookupError};
+use policy_core::cluster::{GetRequest, HostCapabilities, Lookups, OnLookupError};
 use policy_core::json::At;
 use policy_core::mutation::{push, set};
 use policy_core::pod::{PodKind, PodView};
@@ -141,6 +141,7 @@ fn changed(request: &AdmissionRequest, pointer: &str) -> Result<bool, PolicyErro
 
 impl Policy for PersistentVolumeClaimPolicy {
     const NAME: &'static str = "persistent-volume-claim-policy";
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
     type RawSettings = settings::RawSettings;
     type Settings = Settings;
 

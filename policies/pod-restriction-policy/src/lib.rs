@@ -10,7 +10,7 @@ pub mod settings;
 
 use std::collections::HashSet;
 
-use policy_core::cluster::Lookups;
+use policy_core::cluster::{HostCapabilities, Lookups};
 use policy_core::json::At;
 use policy_core::pod::{PodKind, PodView, pod_spec_changed};
 use policy_core::policy::{Policy, unsupported_kind};
@@ -26,6 +26,7 @@ pub struct PodRestrictionPolicy;
 
 impl Policy for PodRestrictionPolicy {
     const NAME: &'static str = "pod-restriction-policy";
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
     type RawSettings = settings::RawSettings;
     type Settings = Settings;
 

@@ -9,7 +9,7 @@ pub mod settings;
 pub mod spec;
 pub mod strategy;
 
-use policy_core::cluster::Lookups;
+use policy_core::cluster::{HostCapabilities, Lookups};
 use policy_core::pod::PodKind;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::principal::has_controller_owner;
@@ -24,6 +24,7 @@ pub struct PodSecurityPolicy;
 
 impl Policy for PodSecurityPolicy {
     const NAME: &'static str = "pod-security-policy";
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
     type RawSettings = settings::RawSettings;
     type Settings = Settings;
 

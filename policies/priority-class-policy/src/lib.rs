@@ -5,7 +5,7 @@
 pub mod settings;
 
 use policy_core::class::{ClassFetch, ClassKind, ClassOutcome, record, skip_on_lookup_error};
-use policy_core::cluster::Lookups;
+use policy_core::cluster::{HostCapabilities, Lookups};
 use policy_core::policy::Policy;
 use policy_core::request::AdmissionRequest;
 use policy_core::workload::{PodTarget, pod_target};
@@ -31,6 +31,7 @@ fn class_value(class: &Value) -> i64 {
 
 impl Policy for PriorityClassPolicy {
     const NAME: &'static str = "priority-class-policy";
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
     type RawSettings = settings::RawSettings;
     type Settings = Settings;
 

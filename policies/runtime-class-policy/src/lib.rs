@@ -3,7 +3,7 @@
 //! built-in RuntimeClass plugin would have written them (SPEC 3.3).
 
 use policy_core::class::{ClassKind, ClassPolicySettings, record, skip_on_lookup_error};
-use policy_core::cluster::Lookups;
+use policy_core::cluster::{HostCapabilities, Lookups};
 use policy_core::json::{At, canonical_text};
 use policy_core::policy::Policy;
 use policy_core::quantity::Quantity;
@@ -25,6 +25,7 @@ fn runtime_class() -> ClassKind {
 
 impl Policy for RuntimeClassPolicy {
     const NAME: &'static str = "runtime-class-policy";
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
     type RawSettings = policy_core::class::TopLevel;
     type Settings = Settings;
 
