@@ -111,6 +111,21 @@ bench: policies testdrive
 	done; \
 	exit $$status
 
+# Requests per second in the real policy-server ($(POLICY_SERVER), else policy-server on PATH),
+# driven by wrk (installed from Debian's packages when missing): every bench scenario that
+# needs no cluster, its host floor (same payload, operation DELETE) and Kubewarden's own
+# policies named in bench.yaml (from $(KUBEWARDEN_ANCHORS)), BENCH_SECONDS each; then the
+# goals, met or missed. Not part of make test.
+BENCH_SECONDS ?= 3
+KUBEWARDEN_ANCHORS ?= $(dir $(POLICY_SERVER))../anchors
+bench-server: annotate
+	@test -n "$(POLICY_SERVER)" || { echo "make bench-server needs policy-server: set POLICY_SERVER=/path/to/policy-server or put it on PATH"; exit 1; }
+	@command -v wrk > /dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get install -y wrk || { $$sudo apt-get update && $$sudo apt-get install -y wrk; }; }
+	$(TESTDRIVE) bench-server --policy-server $(POLICY_SERVER) --anchors-dir $(KUBEWARDEN_ANCHORS) \
+	  --wasm-dir $(WASM_DIR) --annotated-dir $(TARGET_DIR)/annotated --work-dir $(TARGET_DIR)/bench-server \
+	  --seconds $(BENCH_SECONDS)
+
 # Fuzzing (cargo-fuzz on nightly, native, address sanitizer by default): per policy
 # `<short>_validate` (validate payloads, against an empty and a failing cluster) and
 # `<short>_settings`, seeded from every case (`testdrive seeds`), one target at a time for

@@ -105,6 +105,34 @@ pub struct BenchEntry {
     /// Run with settings holding several entry counts.
     #[serde(default)]
     pub scale: Option<Scale>,
+    /// Kubewarden's own policies that do the same job, for `bench-server`'s side-by-side.
+    #[serde(default)]
+    pub kubewarden: Vec<AnchorSpec>,
+}
+
+/// A Kubewarden policy measured beside a bench entry (`make bench-server`), with the same
+/// request; its settings grow with the entry's `scale` when it has its own `scale`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnchorSpec {
+    /// The module's file name without `.wasm` in the anchors directory
+    /// (`priority_class_policy`).
+    pub module: String,
+    /// Its settings.
+    #[serde(default)]
+    pub settings: Option<Value>,
+    /// Where its list grows (the entry's entry counts are used).
+    #[serde(default)]
+    pub scale: Option<Filler>,
+}
+
+/// A Kubewarden policy and its settings for one bench scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Anchor {
+    /// The module's file name without `.wasm`.
+    pub module: String,
+    /// Its settings, scaled like the scenario's.
+    pub settings: Value,
 }
 
 /// How to enlarge a request's object (`grow:` of a bench entry).
@@ -193,6 +221,8 @@ pub struct BenchScenario {
     pub scenario: Scenario,
     /// What it measures.
     pub kind: BenchKind,
+    /// Kubewarden's policies measured beside it by `bench-server`.
+    pub anchors: Vec<Anchor>,
 }
 
 /// Parses and resolves a `bench.yaml`; `grow` and `scale` entries are generated here
@@ -214,6 +244,25 @@ pub fn load_bench_file(path: &Path) -> Result<Vec<BenchScenario>> {
             |err: Error| Error::Invalid(format!("{}: bench `{}`: {err}", path.display(), e.name));
         let scenario = resolve_scenario(path, &CaseDefaults::default(), &fields, &overrides)
             .map_err(invalid)?;
+        let anchors = |entries: Option<usize>| -> Result<Vec<Anchor>> {
+            e.kubewarden
+                .iter()
+                .map(|a| {
+                    let mut settings = a
+                        .settings
+                        .clone()
+                        .unwrap_or_else(|| Value::Object(Map::new()));
+                    if let (Some(filler), Some(n)) = (&a.scale, entries) {
+                        fill_to(&mut settings, filler, n)?;
+                    }
+                    Ok(Anchor {
+                        module: a.module.clone(),
+                        settings,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+                .map_err(invalid)
+        };
         match (&e.grow, &e.scale) {
             (Some(_), Some(_)) => {
                 return Err(invalid(Error::Invalid(
@@ -236,6 +285,7 @@ pub fn load_bench_file(path: &Path) -> Result<Vec<BenchScenario>> {
                     ),
                     scenario,
                     kind: BenchKind::Grown { bytes, items },
+                    anchors: anchors(None)?,
                 });
             }
             (None, Some(scale)) => {
@@ -255,13 +305,15 @@ pub fn load_bench_file(path: &Path) -> Result<Vec<BenchScenario>> {
                             group: e.name.clone(),
                             entries,
                         },
+                        anchors: anchors(Some(entries))?,
                     });
                 }
             }
             (None, None) => out.push(BenchScenario {
-                name: e.name,
+                name: e.name.clone(),
                 scenario,
                 kind: BenchKind::Plain,
+                anchors: anchors(None)?,
             }),
         }
     }
@@ -1019,6 +1071,7 @@ mod tests {
                 session_file: None,
             },
             kind,
+            anchors: Vec::new(),
         };
         let result = |us: f64, floor: f64| BenchResult {
             name: String::new(),

@@ -712,30 +712,29 @@ pub struct CheckOptions {
     pub verbose: bool,
 }
 
-/// Runs every case of a policy directory against its wasm (compiled once).
-pub fn check_policy(policy_dir: &Path, options: &CheckOptions) -> PolicyReport {
-    let policy = policy_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| policy_dir.display().to_string());
-    let mut report = PolicyReport {
-        policy: policy.clone(),
-        ..Default::default()
-    };
+/// The cases of a policy directory selected by `filter` (a case name or the policy name
+/// containing it); unparsable files and duplicate names are recorded in `report` as
+/// failures. `None` when the policy has no cases (noted in `report`).
+pub(crate) fn selected_cases(
+    policy_dir: &Path,
+    policy: &str,
+    filter: Option<&str>,
+    report: &mut PolicyReport,
+) -> Option<Vec<ResolvedCase>> {
     let files = match case_files(policy_dir) {
         Ok(Some(f)) => f,
         Ok(None) => {
             report.warnings.push(format!(
                 "{policy}: no cases/ directory or cases.yaml, skipped"
             ));
-            return report;
+            return None;
         }
         Err(e) => {
             report.error = Some(e.to_string());
-            return report;
+            return None;
         }
     };
-    let policy_matches = options.filter.as_deref().is_none_or(|f| policy.contains(f));
+    let policy_matches = filter.is_none_or(|f| policy.contains(f));
     let mut cases = Vec::new();
     for file in &files {
         match load_case_file(file) {
@@ -757,13 +756,24 @@ pub fn check_policy(policy_dir: &Path, options: &CheckOptions) -> PolicyReport {
             });
         }
     }
-    cases.retain(|c| {
-        policy_matches
-            || options
-                .filter
-                .as_deref()
-                .is_some_and(|f| c.name.contains(f))
-    });
+    cases.retain(|c| policy_matches || filter.is_some_and(|f| c.name.contains(f)));
+    Some(cases)
+}
+
+/// Runs every case of a policy directory against its wasm (compiled once).
+pub fn check_policy(policy_dir: &Path, options: &CheckOptions) -> PolicyReport {
+    let policy = policy_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| policy_dir.display().to_string());
+    let mut report = PolicyReport {
+        policy: policy.clone(),
+        ..Default::default()
+    };
+    let Some(cases) = selected_cases(policy_dir, &policy, options.filter.as_deref(), &mut report)
+    else {
+        return report;
+    };
     if cases.is_empty() && report.failures.is_empty() {
         return report;
     }

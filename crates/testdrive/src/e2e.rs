@@ -26,9 +26,8 @@ use serde_json::{Value, json};
 
 use crate::callbacks::{Recorder, shared};
 use crate::cases::{
-    CaseOutcome, ClusterState, PolicyReport, ResolvedCase, case_files, check_evaluation,
-    check_message, compact, load_case_file, packaging_problems, policy_metadata, quote,
-    wasm_file_name,
+    CaseOutcome, ClusterState, PolicyReport, ResolvedCase, check_evaluation, check_message,
+    compact, packaging_problems, policy_metadata, quote, selected_cases, wasm_file_name,
 };
 use crate::error::{Error, Result};
 use crate::host::{AdmissionResponse, Evaluation, Host};
@@ -147,37 +146,6 @@ fn prepare_policy(
         }
     }
     (report, jobs)
-}
-
-/// The policy's cases selected by `filter`; unparsable files are recorded as failures.
-fn selected_cases(
-    dir: &Path,
-    policy: &str,
-    filter: Option<&str>,
-    report: &mut PolicyReport,
-) -> Option<Vec<ResolvedCase>> {
-    let files = match case_files(dir) {
-        Ok(Some(f)) => f,
-        Ok(None) => return None,
-        Err(e) => {
-            report.error = Some(e.to_string());
-            return None;
-        }
-    };
-    let policy_matches = filter.is_none_or(|f| policy.contains(f));
-    let mut cases = Vec::new();
-    for file in &files {
-        match load_case_file(file) {
-            Ok(c) => cases.extend(c),
-            Err(e) => report.failures.push(CaseOutcome {
-                name: "(case file)".to_owned(),
-                file: file.clone(),
-                failures: vec![e.to_string()],
-            }),
-        }
-    }
-    cases.retain(|c| policy_matches || filter.is_some_and(|f| c.name.contains(f)));
-    Some(cases)
 }
 
 type Prepared = (PathBuf, Metadata, Host, Vec<String>);

@@ -40,6 +40,7 @@ pub mod replay;
 pub mod request;
 pub mod seeds;
 pub mod selector;
+pub mod server_bench;
 pub mod wasm;
 
 pub use callbacks::{Callbacks, KubernetesRequest, NoCluster, Recorder, SharedCallbacks, shared};

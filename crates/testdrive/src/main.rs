@@ -41,6 +41,38 @@ enum Command {
     Seeds(SeedsArgs),
     /// Run every declarative case through the real kwctl (annotate, scaffold, run).
     E2e(E2eArgs),
+    /// Throughput of the bench scenarios in the real policy-server, driven by wrk.
+    BenchServer(BenchServerArgs),
+}
+
+#[derive(Args)]
+struct BenchServerArgs {
+    /// Policy directories (default: every directory under ./policies).
+    dirs: Vec<PathBuf>,
+    /// The policy-server binary.
+    #[arg(long)]
+    policy_server: PathBuf,
+    /// Kubewarden's annotated policies (default: `anchors/` beside the binary's `bin/`).
+    #[arg(long)]
+    anchors_dir: Option<PathBuf>,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    wasm_dir: PathBuf,
+    /// Where the annotated modules are (make annotate).
+    #[arg(long, default_value = "target/annotated")]
+    annotated_dir: PathBuf,
+    /// Where policies.yml, request bodies and the server's log go.
+    #[arg(long, default_value = "target/bench-server")]
+    work_dir: PathBuf,
+    /// Load duration of each measurement, in seconds.
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// wrk connections.
+    #[arg(long, default_value_t = 2)]
+    connections: usize,
+    /// policy-server's port (its readiness probe listens on the next one).
+    #[arg(long, default_value_t = 3300)]
+    port: u16,
 }
 
 #[derive(Args)]
@@ -194,6 +226,7 @@ fn main() -> ExitCode {
         Command::Record(a) => record(a),
         Command::Seeds(a) => seeds(a),
         Command::E2e(a) => e2e(a),
+        Command::BenchServer(a) => bench_server(a),
     };
     match result {
         Ok(code) => code,
@@ -371,6 +404,29 @@ fn print_reports(reports: &[testdrive::cases::PolicyReport]) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+fn bench_server(a: BenchServerArgs) -> Result<ExitCode> {
+    let anchors_dir = a.anchors_dir.unwrap_or_else(|| {
+        a.policy_server
+            .parent()
+            .and_then(Path::parent)
+            .map(|root| root.join("anchors"))
+            .unwrap_or_else(|| PathBuf::from("anchors"))
+    });
+    let options = testdrive::server_bench::ServerBenchOptions {
+        policy_server: a.policy_server,
+        anchors_dir,
+        wasm_dir: a.wasm_dir,
+        annotated_dir: a.annotated_dir,
+        work_dir: a.work_dir,
+        seconds: a.seconds.max(1),
+        connections: a.connections.max(1),
+        port: a.port,
+    };
+    // the goals are reported, not enforced: they depend on the machine
+    testdrive::server_bench::run(&policy_dirs(a.dirs)?, &options)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn e2e(a: E2eArgs) -> Result<ExitCode> {

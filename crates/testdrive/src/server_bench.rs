@@ -1,0 +1,553 @@
+//! `testdrive bench-server`: the `bench.yaml` scenarios served by the real policy-server and
+//! driven by `wrk` on loopback, beside the host floor and Kubewarden's own policies.
+//!
+//! Every scenario becomes three kinds of policy-server policies, all loaded in one
+//! policy-server (a fresh wasm instance per request, the settings handed over each time):
+//! ours; the **floor**, the same module, settings and payload with operation `DELETE`, which
+//! every policy of the bundle accepts before reading its settings; and the Kubewarden
+//! policies the entry names under `kubewarden:` (module from the anchors directory), with the
+//! same request. Each is checked once (its verdict must be testdrive's; the floor's must be
+//! an accept), then loaded by `wrk` for the set duration. Scenarios whose policy reads the
+//! cluster are listed and skipped: this policy-server has no cluster to answer them.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::bench::{BenchKind, FLOOR_OPERATION, load_bench_file};
+use crate::callbacks::{NoCluster, shared};
+use crate::cases::{ClusterState, compact, policy_metadata, wasm_file_name};
+use crate::error::{Error, Result};
+use crate::host::Host;
+
+/// Options of [`run`].
+#[derive(Debug, Clone)]
+pub struct ServerBenchOptions {
+    /// The policy-server binary.
+    pub policy_server: PathBuf,
+    /// Kubewarden's annotated policies (`<module>.wasm`).
+    pub anchors_dir: PathBuf,
+    /// Our plain modules (for testdrive's verdicts).
+    pub wasm_dir: PathBuf,
+    /// Our annotated modules (`<policy>.wasm`), as policy-server loads them.
+    pub annotated_dir: PathBuf,
+    /// Where policies.yml, bodies and logs go.
+    pub work_dir: PathBuf,
+    /// Load duration per measurement.
+    pub seconds: u64,
+    /// wrk connections.
+    pub connections: usize,
+    /// policy-server's port (its readiness probe uses the next one).
+    pub port: u16,
+}
+
+/// One policy-server policy to measure.
+#[derive(Debug, Clone)]
+struct Target {
+    id: String,
+    module: PathBuf,
+    settings: Value,
+    mutating: bool,
+    body: PathBuf,
+    /// The verdict it must give.
+    expect_allowed: Option<bool>,
+}
+
+/// One table row: our scenario, its floor and its Kubewarden equivalents.
+#[derive(Debug, Clone)]
+struct Row {
+    policy: String,
+    scenario: String,
+    /// Entry count of a scaled scenario.
+    entries: Option<usize>,
+    ours: Target,
+    floor: Target,
+    anchors: Vec<(String, Target)>,
+}
+
+/// req/s and mean latency of one measurement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Throughput {
+    /// Requests per second.
+    pub requests_per_second: f64,
+    /// Mean latency in microseconds.
+    pub mean_latency_us: f64,
+}
+
+/// Runs every policy's bench scenarios in policy-server and prints the table and the goals.
+pub fn run(dirs: &[PathBuf], options: &ServerBenchOptions) -> Result<bool> {
+    std::fs::create_dir_all(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
+    let work_dir =
+        std::path::absolute(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
+    let mut rows = Vec::new();
+    for dir in dirs {
+        rows.extend(policy_rows(dir, &work_dir, options)?);
+    }
+    let targets: Vec<&Target> = rows
+        .iter()
+        .flat_map(|r| {
+            [&r.ours, &r.floor]
+                .into_iter()
+                .chain(r.anchors.iter().map(|(_, t)| t))
+        })
+        .collect();
+    let policies: Map<String, Value> = targets
+        .iter()
+        .map(|t| {
+            (
+                t.id.clone(),
+                json!({
+                    "module": format!("file://{}", t.module.display()),
+                    "settings": t.settings,
+                    "allowedToMutate": t.mutating,
+                }),
+            )
+        })
+        .collect();
+    let policies_file = work_dir.join("policies.yml");
+    std::fs::write(&policies_file, Value::Object(policies).to_string())
+        .map_err(|e| Error::io(&policies_file, e))?;
+    let mut server = PolicyServer::start(
+        &options.policy_server,
+        &policies_file,
+        &work_dir,
+        options.port,
+    )?;
+    println!(
+        "{} policies in {} (wrk, {} connections, {} s each)",
+        targets.len(),
+        options.policy_server.display(),
+        options.connections,
+        options.seconds
+    );
+    println!(
+        "{:<64} {:>9} {:>9} {:>9} {:>7}  Kubewarden equivalent",
+        "policy › scenario", "req/s", "mean µs", "floor", "÷floor"
+    );
+    let mut goals = Goals::default();
+    let mut failed = 0;
+    for row in &rows {
+        let measured = measure(&row.ours, options).and_then(|ours| {
+            let floor = measure(&row.floor, options)?;
+            let theirs = row
+                .anchors
+                .iter()
+                .map(|(name, target)| Ok((name.clone(), measure(target, options)?)))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((ours, floor, theirs))
+        });
+        match measured {
+            Ok((ours, floor, theirs)) => {
+                print_row(row, ours, floor, &theirs);
+                goals.record(row, ours, floor, &theirs);
+            }
+            Err(e) => {
+                failed += 1;
+                println!("{} › {}: not measured: {e}", row.policy, row.scenario);
+            }
+        }
+    }
+    server.stop();
+    let met = goals.print();
+    if failed > 0 {
+        println!("{failed} scenarios could not be measured");
+    }
+    Ok(met && failed == 0)
+}
+
+/// The rows of one policy directory (nothing when it has no `bench.yaml`).
+fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Result<Vec<Row>> {
+    let bench_file = dir.join("bench.yaml");
+    if !bench_file.is_file() {
+        return Ok(Vec::new());
+    }
+    let policy = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let wasm_path = options.wasm_dir.join(wasm_file_name(dir));
+    let wasm = std::fs::read(&wasm_path).map_err(|e| Error::io(&wasm_path, e))?;
+    let metadata = policy_metadata(dir)?;
+    let mutating = metadata.as_ref().is_some_and(|m| m.mutating);
+    let host = Host::load(&wasm, metadata)?;
+    let module = std::path::absolute(options.annotated_dir.join(format!("{policy}.wasm")))
+        .map_err(|e| Error::io(&options.annotated_dir, e))?;
+    if !module.is_file() {
+        return Err(Error::Invalid(format!(
+            "{} is missing (make annotate)",
+            module.display()
+        )));
+    }
+    let mut rows = Vec::new();
+    for (n, bench) in load_bench_file(&bench_file)?.into_iter().enumerate() {
+        let scenario = &bench.scenario;
+        if !matches!(scenario.cluster, ClusterState::None) {
+            println!(
+                "skipped {policy} › {}: it reads the cluster, which this policy-server has not got \
+                 (make bench measures it with the replayed answers)",
+                bench.name
+            );
+            continue;
+        }
+        let Some(request) = &scenario.request else {
+            continue;
+        };
+        let eval = host.validate(request, &scenario.settings, shared(NoCluster::default()))?;
+        let id = format!("{}-{n}", policy.trim_end_matches("-policy"));
+        let body = |suffix: &str, request: &Value| -> Result<PathBuf> {
+            let path = work_dir.join(format!("{id}{suffix}.json"));
+            let review = json!({
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": request,
+            });
+            std::fs::write(&path, compact(&review)).map_err(|e| Error::io(&path, e))?;
+            Ok(path)
+        };
+        let mut floor_request = request.clone();
+        if let Some(map) = floor_request.as_object_mut() {
+            map.insert("operation".into(), Value::String(FLOOR_OPERATION.into()));
+        }
+        let ours_body = body("", request)?;
+        let target =
+            |id: String, module: PathBuf, settings: Value, body: PathBuf, allowed| Target {
+                id,
+                module,
+                settings,
+                mutating,
+                body,
+                expect_allowed: allowed,
+            };
+        let anchors = bench
+            .anchors
+            .iter()
+            .map(|a| {
+                let module = options.anchors_dir.join(format!("{}.wasm", a.module));
+                let module = std::path::absolute(&module).map_err(|e| Error::io(&module, e))?;
+                Ok((
+                    a.module.clone(),
+                    target(
+                        format!("{id}-kw-{}", a.module),
+                        module,
+                        a.settings.clone(),
+                        ours_body.clone(),
+                        None,
+                    ),
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        rows.push(Row {
+            policy: policy.clone(),
+            scenario: bench.name.clone(),
+            entries: match bench.kind {
+                BenchKind::Scaled { entries, .. } => Some(entries),
+                _ => None,
+            },
+            ours: target(
+                id.clone(),
+                module.clone(),
+                scenario.settings.clone(),
+                ours_body.clone(),
+                Some(eval.response.allowed),
+            ),
+            floor: target(
+                format!("{id}-floor"),
+                module.clone(),
+                scenario.settings.clone(),
+                body("-floor", &floor_request)?,
+                Some(true),
+            ),
+            anchors,
+        });
+    }
+    Ok(rows)
+}
+
+/// A running policy-server, stopped on drop.
+struct PolicyServer {
+    child: Child,
+}
+
+impl PolicyServer {
+    fn start(binary: &Path, policies: &Path, work_dir: &Path, port: u16) -> Result<Self> {
+        let log_path = work_dir.join("policy-server.log");
+        let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
+        let err = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
+        let readiness = port + 1;
+        let child = Command::new(binary)
+            .arg("--policies")
+            .arg(policies)
+            .args(["--addr", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--readiness-probe-port", &readiness.to_string()])
+            .arg("--ignore-kubernetes-connection-failure")
+            .arg("--policies-download-dir")
+            .arg(work_dir.join("downloads"))
+            .arg("--sigstore-cache-dir")
+            .arg(work_dir.join("sigstore"))
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .map_err(|e| Error::io(binary, e))?;
+        let mut server = PolicyServer { child };
+        let deadline = Instant::now() + Duration::from_secs(300);
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(Error::Invalid(format!(
+                    "policy-server exited ({status}); see {}",
+                    log_path.display()
+                )));
+            }
+            if matches!(http_get(readiness, "/readiness"), Ok(200)) {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                server.stop();
+                return Err(Error::Invalid(format!(
+                    "policy-server not ready after 300 s; see {}",
+                    log_path.display()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for PolicyServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Checks the target's verdict once, then loads it with wrk.
+fn measure(target: &Target, options: &ServerBenchOptions) -> Result<Throughput> {
+    let body = std::fs::read(&target.body).map_err(|e| Error::io(&target.body, e))?;
+    let path = format!("/validate/{}", target.id);
+    let (status, answer) = http_post(options.port, &path, &body)?;
+    let allowed = serde_json::from_slice::<Value>(&answer)
+        .ok()
+        .and_then(|v| v.pointer("/response/allowed").and_then(Value::as_bool));
+    if status != 200 || allowed.is_none() {
+        return Err(Error::Invalid(format!(
+            "{}: policy-server answered {status}: {}",
+            target.id,
+            String::from_utf8_lossy(&answer)
+                .chars()
+                .take(300)
+                .collect::<String>()
+        )));
+    }
+    if let Some(expected) = target.expect_allowed
+        && allowed != Some(expected)
+    {
+        return Err(Error::Invalid(format!(
+            "{}: policy-server's verdict allowed={allowed:?} differs from testdrive's {expected}: {}",
+            target.id,
+            String::from_utf8_lossy(&answer)
+                .chars()
+                .take(300)
+                .collect::<String>()
+        )));
+    }
+    wrk(options, &path, &target.body)
+}
+
+/// Runs wrk with a POST of `body` and reads its req/s and mean latency.
+fn wrk(options: &ServerBenchOptions, path: &str, body: &Path) -> Result<Throughput> {
+    let script = options.work_dir.join("post.lua");
+    std::fs::write(
+        &script,
+        "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
+         local f = assert(io.open(os.getenv(\"WRK_BODY\"), \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n",
+    )
+    .map_err(|e| Error::io(&script, e))?;
+    let out = Command::new("wrk")
+        .args(["-t1", &format!("-c{}", options.connections)])
+        .arg(format!("-d{}s", options.seconds))
+        .arg("-s")
+        .arg(&script)
+        .arg(format!("http://127.0.0.1:{}{path}", options.port))
+        .env("WRK_BODY", body)
+        .output()
+        .map_err(|e| Error::Invalid(format!("cannot run wrk: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    parse_wrk(&text).ok_or_else(|| Error::Invalid(format!("unexpected wrk output: {text}")))
+}
+
+/// req/s and mean latency from wrk's report; `None` when it had errors or no numbers.
+pub fn parse_wrk(text: &str) -> Option<Throughput> {
+    if text.contains("Non-2xx or 3xx responses") || text.contains("Socket errors") {
+        return None;
+    }
+    let requests_per_second = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())?;
+    let latency = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Latency"))
+        .and_then(|rest| rest.split_whitespace().next())?;
+    let (number, factor) = if let Some(v) = latency.strip_suffix("us") {
+        (v, 1.0)
+    } else if let Some(v) = latency.strip_suffix("ms") {
+        (v, 1e3)
+    } else if let Some(v) = latency.strip_suffix('s') {
+        (v, 1e6)
+    } else {
+        return None;
+    };
+    let mean_latency_us = number.parse::<f64>().ok()? * factor;
+    Some(Throughput {
+        requests_per_second,
+        mean_latency_us,
+    })
+}
+
+fn http_exchange(port: u16, head: String, body: &[u8]) -> Result<(u16, Vec<u8>)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .map_err(|e| Error::Invalid(format!("127.0.0.1:{port}: {e}")))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body))
+        .map_err(|e| Error::Invalid(format!("127.0.0.1:{port}: {e}")))?;
+    let mut answer = Vec::new();
+    stream
+        .read_to_end(&mut answer)
+        .map_err(|e| Error::Invalid(format!("127.0.0.1:{port}: {e}")))?;
+    let split = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| Error::Invalid("HTTP answer without headers".into()))?;
+    let status = String::from_utf8_lossy(answer.get(..split).unwrap_or_default())
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Ok((status, answer.get(split + 4..).unwrap_or_default().to_vec()))
+}
+
+/// HTTP/1.0 POST (so that the answer is neither chunked nor kept alive).
+fn http_post(port: u16, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>)> {
+    let head = format!(
+        "POST {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    http_exchange(port, head, body)
+}
+
+fn http_get(port: u16, path: &str) -> Result<u16> {
+    let head = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    http_exchange(port, head, b"").map(|(status, _)| status)
+}
+
+fn print_row(row: &Row, ours: Throughput, floor: Throughput, theirs: &[(String, Throughput)]) {
+    let name = format!("{} › {}", row.policy, row.scenario);
+    let kw: Vec<String> = theirs
+        .iter()
+        .map(|(module, t)| {
+            format!(
+                "{module} {:.0} req/s (ours ÷ theirs {:.2})",
+                t.requests_per_second,
+                ours.requests_per_second / t.requests_per_second
+            )
+        })
+        .collect();
+    println!(
+        "{name:<64} {:>9.0} {:>9.0} {:>9.0} {:>6.0}%  {}",
+        ours.requests_per_second,
+        ours.mean_latency_us,
+        floor.requests_per_second,
+        100.0 * ours.requests_per_second / floor.requests_per_second,
+        kw.join("; ")
+    );
+}
+
+/// The goals of the measurement (README "Performance").
+#[derive(Debug, Default)]
+struct Goals {
+    lines: Vec<(bool, String)>,
+}
+
+/// Share of the floor every scenario reaches up to 1,000 settings entries.
+const FLOOR_SHARE: f64 = 0.9;
+/// Times Kubewarden's equivalent at 10,000 entries.
+const TIMES_KUBEWARDEN_AT_10K: f64 = 2.0;
+/// Times Kubewarden's trusted-repos on registry allow-lists.
+const TIMES_TRUSTED_REPOS: f64 = 50.0;
+
+impl Goals {
+    fn record(
+        &mut self,
+        row: &Row,
+        ours: Throughput,
+        floor: Throughput,
+        theirs: &[(String, Throughput)],
+    ) {
+        let name = format!("{} › {}", row.policy, row.scenario);
+        let share = ours.requests_per_second / floor.requests_per_second;
+        if row.entries.is_none_or(|n| n <= 1_000) {
+            self.lines.push((
+                share >= FLOOR_SHARE,
+                format!(
+                    "{name}: {:.0}% of the floor (goal ≥ {:.0}%)",
+                    100.0 * share,
+                    100.0 * FLOOR_SHARE
+                ),
+            ));
+        }
+        for (module, t) in theirs {
+            let ratio = ours.requests_per_second / t.requests_per_second;
+            if module == "trusted_repos_policy" {
+                self.lines.push((
+                    ratio >= TIMES_TRUSTED_REPOS,
+                    format!("{name}: {ratio:.1}× {module} (goal ≥ {TIMES_TRUSTED_REPOS:.0}×)"),
+                ));
+            } else if row.entries == Some(10_000) {
+                self.lines.push((
+                    ratio >= TIMES_KUBEWARDEN_AT_10K,
+                    format!("{name}: {ratio:.2}× {module} (goal ≥ {TIMES_KUBEWARDEN_AT_10K:.0}×)"),
+                ));
+            }
+        }
+    }
+
+    /// Prints every goal and the count; whether all were met.
+    fn print(&self) -> bool {
+        println!("goals:");
+        for (met, line) in &self.lines {
+            println!("  {} {line}", if *met { "met   " } else { "MISSED" });
+        }
+        let missed = self.lines.iter().filter(|(met, _)| !met).count();
+        println!("{} goals met, {missed} missed", self.lines.len() - missed);
+        missed == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_wrk_reports() {
+        let report = "Running 6s test @ http://127.0.0.1:3300/validate/x\n  1 threads and 2 connections\n  Thread Stats   Avg      Stdev     Max   +/- Stdev\n    Latency   512.34us  100.00us   2.00ms   90.00%\n    Req/Sec     3.87k   100.00     4.00k    70.00%\n  23196 requests in 6.00s, 5.00MB read\nRequests/sec:   3866.12\nTransfer/sec:      0.83MB\n";
+        let t = parse_wrk(report).unwrap();
+        assert_eq!(t.requests_per_second, 3866.12);
+        assert!((t.mean_latency_us - 512.34).abs() < 1e-9);
+        let ms = report.replace("512.34us", "1.50ms");
+        assert!((parse_wrk(&ms).unwrap().mean_latency_us - 1500.0).abs() < 1e-9);
+        let errors = format!("{report}  Non-2xx or 3xx responses: 12\n");
+        assert_eq!(parse_wrk(&errors), None);
+        assert_eq!(parse_wrk("nothing"), None);
+    }
+}
