@@ -7,14 +7,15 @@
 //! `kwctl run`, with `--allowed-host-capabilities` set to exactly the metadata's
 //! `hostCapabilities` (when it declares any). A case with `replay:` uses its own session file; a case with
 //! `cluster:` objects uses the session testdrive records while answering from those objects
-//! (the host's texts included, e.g. its not-found message); a context-aware policy's case
-//! without any state gets an empty session, so a lookup fails as it does in testdrive.
+//! (the host's texts included, e.g. its not-found message); a case without any state gets an
+//! empty session, so a lookup fails as it does in testdrive.
 //!
 //! kwctl's answer is judged by the case's expectations, as `testdrive check` judges its own,
 //! and must agree with testdrive's (verdict, code, message, patch, warnings); a settings case
 //! must make kwctl exit non-zero with `Provided settings are not valid: <message>`. The
 //! idempotence re-run of mutations stays with `testdrive check` (same module, same host
-//! semantics). kwctl runs `jobs` at a time.
+//! semantics). kwctl runs `jobs` at a time, with an empty Sigstore trust configuration so
+//! that it does not wait on the network ([`EMPTY_SIGSTORE_TRUST`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -32,6 +33,11 @@ use crate::cases::{
 use crate::error::{Error, Result};
 use crate::host::{AdmissionResponse, Evaluation, Host};
 use crate::metadata::Metadata;
+
+/// A Sigstore client trust configuration that trusts nothing: kwctl then does not fetch the
+/// trust root from the network before every run (it cannot verify signatures with it, which
+/// e2e never needs: the modules are local `file://` ones).
+pub const EMPTY_SIGSTORE_TRUST: &str = r#"{"mediaType":"application/vnd.dev.sigstore.clienttrustconfig.v0.1+json","trustedRoot":{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1","tlogs":[],"certificateAuthorities":[],"ctlogs":[],"timestampAuthorities":[]},"signingConfig":{"mediaType":"application/vnd.dev.sigstore.signingconfig.v0.2+json","caUrls":[],"oidcUrls":[],"rekorTlogUrls":[],"tsaUrls":[]}}"#;
 
 /// What kwctl prints before the message of refused settings.
 pub const SETTINGS_REFUSED: &str = "Provided settings are not valid: ";
@@ -66,6 +72,8 @@ pub fn run(dirs: &[PathBuf], options: &E2eOptions) -> Result<Vec<PolicyReport>> 
     std::fs::create_dir_all(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
     let work_dir =
         std::path::absolute(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
+    let trust = work_dir.join("sigstore-trust-config.json");
+    std::fs::write(&trust, EMPTY_SIGSTORE_TRUST).map_err(|e| Error::io(&trust, e))?;
     let mut reports = Vec::new();
     let mut jobs = Vec::new();
     for dir in dirs {
@@ -74,7 +82,7 @@ pub fn run(dirs: &[PathBuf], options: &E2eOptions) -> Result<Vec<PolicyReport>> 
         reports.push(report);
         jobs.extend(policy_jobs);
     }
-    let outcomes = run_jobs(&jobs, &options.kwctl, options.jobs.max(1));
+    let outcomes = run_jobs(&jobs, &options.kwctl, &trust, options.jobs.max(1));
     for (job, failures) in jobs.iter().zip(outcomes) {
         let Some(report) = reports.get_mut(job.report) else {
             continue;
@@ -277,17 +285,19 @@ fn make_job(
         "--request-path".to_owned(),
         request_path.display().to_string(),
     ];
+    // every run replays a session (empty without cluster state): no host call of the policy
+    // reaches the network, and kwctl builds no Sigstore client
+    let session = match (&scenario.session_file, recorded) {
+        (Some(file), _) => std::path::absolute(file)
+            .map_err(|e| fail(&case, format!("{}: {e}", file.display())))?,
+        (None, Some(text)) => write("session.yml", &text)?,
+        (None, None) => write("session.yml", "[]\n")?,
+    };
     if !metadata.context_aware_resources.is_empty() {
-        let session = match (&scenario.session_file, recorded) {
-            (Some(file), _) => std::path::absolute(file)
-                .map_err(|e| fail(&case, format!("{}: {e}", file.display())))?,
-            (None, Some(text)) => write("session.yml", &text)?,
-            (None, None) => write("session.yml", "[]\n")?,
-        };
         args.push("--allow-context-aware".to_owned());
-        args.push("--replay-host-capabilities-interactions".to_owned());
-        args.push(session.display().to_string());
     }
+    args.push("--replay-host-capabilities-interactions".to_owned());
+    args.push(session.display().to_string());
     // kwctl takes one or more existing capabilities; a module that declares none contains
     // no host-call name either (kwctl annotate and `packaging_problems` check that)
     let declared = metadata.host_capabilities.clone().unwrap_or_default();
@@ -319,7 +329,7 @@ fn placeholder_request() -> Value {
 }
 
 /// Runs the jobs `jobs` at a time; the failures of each, in order.
-fn run_jobs(jobs: &[Job], kwctl: &Path, parallel: usize) -> Vec<Vec<String>> {
+fn run_jobs(jobs: &[Job], kwctl: &Path, trust: &Path, parallel: usize) -> Vec<Vec<String>> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Vec<String>>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|scope| {
@@ -328,7 +338,12 @@ fn run_jobs(jobs: &[Job], kwctl: &Path, parallel: usize) -> Vec<Vec<String>> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(i) else { break };
-                    let failures = match Command::new(kwctl).args(&job.args).output() {
+                    let run = Command::new(kwctl)
+                        .args(&job.args)
+                        .arg("--sigstore-trust-config")
+                        .arg(trust)
+                        .output();
+                    let failures = match run {
                         Ok(out) => judge(job, &out),
                         Err(e) => vec![format!("cannot run {}: {e}", kwctl.display())],
                     };

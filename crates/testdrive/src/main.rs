@@ -88,7 +88,7 @@ struct E2eArgs {
     /// Where annotated modules, case inputs and recorded sessions go.
     #[arg(long, default_value = "target/e2e")]
     work_dir: PathBuf,
-    /// kwctl processes at a time (default: 4 per core: each run mostly waits, see README).
+    /// kwctl processes at a time (default: one per core).
     #[arg(long)]
     jobs: Option<usize>,
     /// Only cases whose name (or policy name) contains this.
@@ -432,7 +432,7 @@ fn bench_server(a: BenchServerArgs) -> Result<ExitCode> {
 fn e2e(a: E2eArgs) -> Result<ExitCode> {
     let version = testdrive::e2e::kwctl_version(&a.kwctl)?;
     let jobs = a.jobs.unwrap_or_else(|| {
-        4 * std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
     println!(
         "e2e: every case through {} ({}), {jobs} at a time",
