@@ -310,27 +310,6 @@ impl HostCapabilities {
         get_resource: true,
         ..HostCapabilities::NONE
     };
-
-    /// The capabilities as `metadata.yml` names them, sorted.
-    ///
-    /// ```
-    /// use policy_core::cluster::HostCapabilities;
-    /// assert_eq!(HostCapabilities::GET_RESOURCE.names(), ["kubernetes/get_resource"]);
-    /// assert!(HostCapabilities::NONE.names().is_empty());
-    /// ```
-    pub fn names(&self) -> Vec<&'static str> {
-        [
-            (self.get_resource, "kubernetes/get_resource"),
-            (self.list_resources_all, "kubernetes/list_resources_all"),
-            (
-                self.list_resources_by_namespace,
-                "kubernetes/list_resources_by_namespace",
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect()
-    }
 }
 
 /// The refusal of a lookup whose host call the policy does not declare. The text must not

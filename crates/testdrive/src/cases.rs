@@ -596,6 +596,14 @@ pub fn case_files(policy_dir: &Path) -> Result<Option<Vec<PathBuf>>> {
     Ok(found.then_some(files))
 }
 
+/// The policy's name: its directory's name (the whole path if it has none).
+pub fn policy_name(policy_dir: &Path) -> String {
+    policy_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| policy_dir.display().to_string())
+}
+
 /// The wasm file name of a policy directory: the `[package] name` of its
 /// `Cargo.toml` (else the directory name) with `-` replaced by `_`.
 pub fn wasm_file_name(policy_dir: &Path) -> String {
@@ -762,10 +770,7 @@ pub(crate) fn selected_cases(
 
 /// Runs every case of a policy directory against its wasm (compiled once).
 pub fn check_policy(policy_dir: &Path, options: &CheckOptions) -> PolicyReport {
-    let policy = policy_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| policy_dir.display().to_string());
+    let policy = policy_name(policy_dir);
     let mut report = PolicyReport {
         policy: policy.clone(),
         ..Default::default()

@@ -28,7 +28,8 @@ use serde_json::{Value, json};
 use crate::callbacks::{Recorder, shared};
 use crate::cases::{
     CaseOutcome, ClusterState, PolicyReport, ResolvedCase, check_evaluation, check_message,
-    compact, packaging_problems, policy_metadata, quote, selected_cases, wasm_file_name,
+    compact, packaging_problems, policy_metadata, policy_name, quote, selected_cases,
+    wasm_file_name,
 };
 use crate::error::{Error, Result};
 use crate::host::{AdmissionResponse, Evaluation, Host};
@@ -117,10 +118,7 @@ fn prepare_policy(
     work_dir: &Path,
     options: &E2eOptions,
 ) -> (PolicyReport, Vec<Job>) {
-    let policy = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| dir.display().to_string());
+    let policy = policy_name(dir);
     let mut report = PolicyReport {
         policy: policy.clone(),
         ..Default::default()

@@ -470,10 +470,7 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
         if !bench_file.is_file() {
             continue;
         }
-        let policy = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let policy = testdrive::cases::policy_name(&dir);
         if let Some(out_dir) = &a.emit_payloads {
             let written = load_bench_file(&bench_file).and_then(|benches| {
                 std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir.clone(), e))?;

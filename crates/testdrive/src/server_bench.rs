@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 
 use crate::bench::{BenchKind, FLOOR_OPERATION, load_bench_file};
 use crate::callbacks::{NoCluster, shared};
-use crate::cases::{ClusterState, compact, policy_metadata, wasm_file_name};
+use crate::cases::{ClusterState, compact, policy_metadata, policy_name, wasm_file_name};
 use crate::error::{Error, Result};
 use crate::host::Host;
 
@@ -108,6 +108,8 @@ pub fn run(dirs: &[PathBuf], options: &ServerBenchOptions) -> Result<bool> {
             )
         })
         .collect();
+    let script = work_dir.join(WRK_SCRIPT_FILE);
+    std::fs::write(&script, WRK_SCRIPT).map_err(|e| Error::io(&script, e))?;
     let policies_file = work_dir.join("policies.yml");
     std::fs::write(&policies_file, Value::Object(policies).to_string())
         .map_err(|e| Error::io(&policies_file, e))?;
@@ -165,10 +167,7 @@ fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Res
     if !bench_file.is_file() {
         return Ok(Vec::new());
     }
-    let policy = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let policy = policy_name(dir);
     let wasm_path = options.wasm_dir.join(wasm_file_name(dir));
     let wasm = std::fs::read(&wasm_path).map_err(|e| Error::io(&wasm_path, e))?;
     let metadata = policy_metadata(dir)?;
@@ -335,14 +334,17 @@ fn measure(target: &Target, options: &ServerBenchOptions) -> Result<Throughput> 
     let allowed = serde_json::from_slice::<Value>(&answer)
         .ok()
         .and_then(|v| v.pointer("/response/allowed").and_then(Value::as_bool));
+    let excerpt = || {
+        String::from_utf8_lossy(&answer)
+            .chars()
+            .take(300)
+            .collect::<String>()
+    };
     if status != 200 || allowed.is_none() {
         return Err(Error::Invalid(format!(
             "{}: policy-server answered {status}: {}",
             target.id,
-            String::from_utf8_lossy(&answer)
-                .chars()
-                .take(300)
-                .collect::<String>()
+            excerpt()
         )));
     }
     if let Some(expected) = target.expect_allowed
@@ -351,24 +353,20 @@ fn measure(target: &Target, options: &ServerBenchOptions) -> Result<Throughput> 
         return Err(Error::Invalid(format!(
             "{}: policy-server's verdict allowed={allowed:?} differs from testdrive's {expected}: {}",
             target.id,
-            String::from_utf8_lossy(&answer)
-                .chars()
-                .take(300)
-                .collect::<String>()
+            excerpt()
         )));
     }
     wrk(options, &path, &target.body)
 }
 
+/// The wrk script (in the work directory): a POST of the file named by `WRK_BODY`.
+const WRK_SCRIPT_FILE: &str = "post.lua";
+const WRK_SCRIPT: &str = "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
+     local f = assert(io.open(os.getenv(\"WRK_BODY\"), \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n";
+
 /// Runs wrk with a POST of `body` and reads its req/s and mean latency.
 fn wrk(options: &ServerBenchOptions, path: &str, body: &Path) -> Result<Throughput> {
-    let script = options.work_dir.join("post.lua");
-    std::fs::write(
-        &script,
-        "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
-         local f = assert(io.open(os.getenv(\"WRK_BODY\"), \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n",
-    )
-    .map_err(|e| Error::io(&script, e))?;
+    let script = options.work_dir.join(WRK_SCRIPT_FILE);
     let out = Command::new("wrk")
         .args(["-t1", &format!("-c{}", options.connections)])
         .arg(format!("-d{}s", options.seconds))
