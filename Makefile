@@ -112,10 +112,11 @@ bench: policies testdrive
 	exit $$status
 
 # Requests per second in the real policy-server ($(POLICY_SERVER), else policy-server on PATH),
-# driven by wrk (installed from Debian's packages when missing): every bench scenario that
-# needs no cluster, its host floor (same payload, operation DELETE) and Kubewarden's own
-# policies named in bench.yaml (from $(KUBEWARDEN_ANCHORS)), BENCH_SECONDS each; then the
-# goals, met or missed. Not part of make test.
+# driven by wrk (installed from Debian's packages when missing): every bench scenario (lookups
+# answered by testdrive's fake API server from the scenario's recorded answers), its host
+# floor (same payload, operation DELETE) and Kubewarden's own policies named in bench.yaml
+# (from $(KUBEWARDEN_ANCHORS)), BENCH_SECONDS each; then the goals, met or missed. Not part
+# of make test.
 BENCH_SECONDS ?= 3
 KUBEWARDEN_ANCHORS ?= $(dir $(POLICY_SERVER))../anchors
 bench-server: annotate

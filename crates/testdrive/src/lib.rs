@@ -27,6 +27,7 @@
 
 #![deny(missing_docs)]
 
+pub mod apiserver;
 pub mod bench;
 pub mod callbacks;
 pub mod cases;

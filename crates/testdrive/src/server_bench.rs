@@ -7,8 +7,12 @@
 //! every policy of the bundle accepts before reading its settings; and the Kubewarden
 //! policies the entry names under `kubewarden:` (module from the anchors directory), with the
 //! same request. Each is checked once (its verdict must be testdrive's; the floor's must be
-//! an accept), then loaded by `wrk` for the set duration. Scenarios whose policy reads the
-//! cluster are listed and skipped: this policy-server has no cluster to answer them.
+//! an accept), then loaded by `wrk` for the set duration.
+//!
+//! A scenario whose policy reads the cluster is answered by a [`FakeApi`] built from the
+//! exchanges testdrive records while judging it (its replay session or `cluster:` objects),
+//! which policy-server reaches through a kubeconfig. Scenarios whose cluster states agree
+//! share one policy-server; one whose state contradicts another's gets its own.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -18,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use crate::apiserver::FakeApi;
 use crate::bench::{BenchKind, FLOOR_OPERATION, load_bench_file};
-use crate::callbacks::{NoCluster, shared};
-use crate::cases::{ClusterState, compact, policy_metadata, policy_name, wasm_file_name};
+use crate::callbacks::{Recorder, shared};
+use crate::cases::{compact, policy_metadata, policy_name, wasm_file_name};
 use crate::error::{Error, Result};
 use crate::host::Host;
 
@@ -52,6 +57,10 @@ struct Target {
     module: PathBuf,
     settings: Value,
     mutating: bool,
+    /// `contextAwareResources` of its metadata.
+    context_aware: Vec<Value>,
+    /// `hostCapabilities` of its metadata.
+    host_capabilities: Vec<String>,
     body: PathBuf,
     /// The verdict it must give.
     expect_allowed: Option<bool>,
@@ -67,6 +76,8 @@ struct Row {
     ours: Target,
     floor: Target,
     anchors: Vec<(String, Target)>,
+    /// What the cluster answers to its lookups.
+    cluster: FakeApi,
 }
 
 /// req/s and mean latency of one measurement.
@@ -87,41 +98,13 @@ pub fn run(dirs: &[PathBuf], options: &ServerBenchOptions) -> Result<bool> {
     for dir in dirs {
         rows.extend(policy_rows(dir, &work_dir, options)?);
     }
-    let targets: Vec<&Target> = rows
-        .iter()
-        .flat_map(|r| {
-            [&r.ours, &r.floor]
-                .into_iter()
-                .chain(r.anchors.iter().map(|(_, t)| t))
-        })
-        .collect();
-    let policies: Map<String, Value> = targets
-        .iter()
-        .map(|t| {
-            (
-                t.id.clone(),
-                json!({
-                    "module": format!("file://{}", t.module.display()),
-                    "settings": t.settings,
-                    "allowedToMutate": t.mutating,
-                }),
-            )
-        })
-        .collect();
     let script = work_dir.join(WRK_SCRIPT_FILE);
     std::fs::write(&script, WRK_SCRIPT).map_err(|e| Error::io(&script, e))?;
-    let policies_file = work_dir.join("policies.yml");
-    std::fs::write(&policies_file, Value::Object(policies).to_string())
-        .map_err(|e| Error::io(&policies_file, e))?;
-    let mut server = PolicyServer::start(
-        &options.policy_server,
-        &policies_file,
-        &work_dir,
-        options.port,
-    )?;
+    let batches = batches(rows);
     println!(
-        "{} policies in {} (wrk, {} connections, {} s each)",
-        targets.len(),
+        "{} scenarios in {} policy-server run(s) of {} (wrk, {} connections, {} s each)",
+        batches.iter().map(|b| b.rows.len()).sum::<usize>(),
+        batches.len(),
         options.policy_server.display(),
         options.connections,
         options.seconds
@@ -132,7 +115,89 @@ pub fn run(dirs: &[PathBuf], options: &ServerBenchOptions) -> Result<bool> {
     );
     let mut goals = Goals::default();
     let mut failed = 0;
-    for row in &rows {
+    for (n, batch) in batches.into_iter().enumerate() {
+        failed += run_batch(n, batch, &work_dir, options, &mut goals)?;
+    }
+    let met = goals.print();
+    if failed > 0 {
+        println!("{failed} scenarios could not be measured");
+    }
+    Ok(met && failed == 0)
+}
+
+/// Rows measured in one policy-server, against one cluster state.
+struct Batch {
+    cluster: FakeApi,
+    rows: Vec<Row>,
+}
+
+/// Groups the rows so that each batch's rows agree on every answer of the cluster.
+fn batches(rows: Vec<Row>) -> Vec<Batch> {
+    let mut batches: Vec<Batch> = Vec::new();
+    for row in rows {
+        match batches
+            .iter_mut()
+            .position(|b| b.cluster.merge(&row.cluster))
+        {
+            Some(i) => {
+                if let Some(batch) = batches.get_mut(i) {
+                    batch.rows.push(row);
+                }
+            }
+            None => batches.push(Batch {
+                cluster: row.cluster.clone(),
+                rows: vec![row],
+            }),
+        }
+    }
+    batches
+}
+
+/// Starts the batch's cluster and policy-server, measures and prints its rows; how many
+/// could not be measured.
+fn run_batch(
+    n: usize,
+    batch: Batch,
+    work_dir: &Path,
+    options: &ServerBenchOptions,
+    goals: &mut Goals,
+) -> Result<usize> {
+    let policies: Map<String, Value> = batch
+        .rows
+        .iter()
+        .flat_map(|r| {
+            [&r.ours, &r.floor]
+                .into_iter()
+                .chain(r.anchors.iter().map(|(_, t)| t))
+        })
+        .map(|t| {
+            (
+                t.id.clone(),
+                json!({
+                    "module": format!("file://{}", t.module.display()),
+                    "settings": t.settings,
+                    "allowedToMutate": t.mutating,
+                    "contextAwareResources": t.context_aware,
+                    "hostCapabilities": t.host_capabilities,
+                }),
+            )
+        })
+        .collect();
+    let policies_file = work_dir.join(format!("policies-{n}.yml"));
+    std::fs::write(&policies_file, Value::Object(policies).to_string())
+        .map_err(|e| Error::io(&policies_file, e))?;
+    let cluster = batch.cluster.serve()?;
+    let kubeconfig = work_dir.join(format!("kubeconfig-{n}.yml"));
+    cluster.write_kubeconfig(&kubeconfig)?;
+    let mut server = PolicyServer::start(
+        &options.policy_server,
+        &policies_file,
+        &kubeconfig,
+        work_dir,
+        options.port,
+    )?;
+    let mut failed = 0;
+    for row in &batch.rows {
         let measured = measure(&row.ours, options).and_then(|ours| {
             let floor = measure(&row.floor, options)?;
             let theirs = row
@@ -154,11 +219,7 @@ pub fn run(dirs: &[PathBuf], options: &ServerBenchOptions) -> Result<bool> {
         }
     }
     server.stop();
-    let met = goals.print();
-    if failed > 0 {
-        println!("{failed} scenarios could not be measured");
-    }
-    Ok(met && failed == 0)
+    Ok(failed)
 }
 
 /// The rows of one policy directory (nothing when it has no `bench.yaml`).
@@ -172,6 +233,15 @@ fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Res
     let wasm = std::fs::read(&wasm_path).map_err(|e| Error::io(&wasm_path, e))?;
     let metadata = policy_metadata(dir)?;
     let mutating = metadata.as_ref().is_some_and(|m| m.mutating);
+    let context_aware: Vec<Value> = metadata
+        .iter()
+        .flat_map(|m| &m.context_aware_resources)
+        .map(|r| json!({"apiVersion": r.api_version, "kind": r.kind}))
+        .collect();
+    let host_capabilities: Vec<String> = metadata
+        .iter()
+        .flat_map(|m| m.host_capabilities.iter().flatten().cloned())
+        .collect();
     let host = Host::load(&wasm, metadata)?;
     let module = std::path::absolute(options.annotated_dir.join(format!("{policy}.wasm")))
         .map_err(|e| Error::io(&options.annotated_dir, e))?;
@@ -184,18 +254,17 @@ fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Res
     let mut rows = Vec::new();
     for (n, bench) in load_bench_file(&bench_file)?.into_iter().enumerate() {
         let scenario = &bench.scenario;
-        if !matches!(scenario.cluster, ClusterState::None) {
-            println!(
-                "skipped {policy} › {}: it reads the cluster, which this policy-server has not got \
-                 (make bench measures it with the replayed answers)",
-                bench.name
-            );
-            continue;
-        }
         let Some(request) = &scenario.request else {
             continue;
         };
-        let eval = host.validate(request, &scenario.settings, shared(NoCluster::default()))?;
+        let recorder = shared(Recorder::new(scenario.cluster.callbacks()));
+        let eval = host.validate(request, &scenario.settings, recorder.clone())?;
+        let cluster = FakeApi::from_exchanges(
+            recorder
+                .lock()
+                .map_err(|_| Error::Invalid("recorder lock poisoned".into()))?
+                .exchanges(),
+        )?;
         let id = format!("{}-{n}", policy.trim_end_matches("-policy"));
         let body = |suffix: &str, request: &Value| -> Result<PathBuf> {
             let path = work_dir.join(format!("{id}{suffix}.json"));
@@ -218,6 +287,8 @@ fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Res
                 module,
                 settings,
                 mutating,
+                context_aware: context_aware.clone(),
+                host_capabilities: host_capabilities.clone(),
                 body,
                 expect_allowed: allowed,
             };
@@ -261,6 +332,7 @@ fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Res
                 Some(true),
             ),
             anchors,
+            cluster,
         });
     }
     Ok(rows)
@@ -272,8 +344,14 @@ struct PolicyServer {
 }
 
 impl PolicyServer {
-    fn start(binary: &Path, policies: &Path, work_dir: &Path, port: u16) -> Result<Self> {
-        let log_path = work_dir.join("policy-server.log");
+    fn start(
+        binary: &Path,
+        policies: &Path,
+        kubeconfig: &Path,
+        work_dir: &Path,
+        port: u16,
+    ) -> Result<Self> {
+        let log_path = policies.with_extension("log");
         let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
         let err = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
         let readiness = port + 1;
@@ -282,7 +360,7 @@ impl PolicyServer {
             .arg(policies)
             .args(["--addr", "127.0.0.1", "--port", &port.to_string()])
             .args(["--readiness-probe-port", &readiness.to_string()])
-            .arg("--ignore-kubernetes-connection-failure")
+            .env("KUBECONFIG", kubeconfig)
             .arg("--policies-download-dir")
             .arg(work_dir.join("downloads"))
             .arg("--sigstore-cache-dir")

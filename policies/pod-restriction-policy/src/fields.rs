@@ -119,9 +119,9 @@ fn named<R, T>(
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawRestrictionSpec {
     /// ObjectMeta restriction.
-    pub metadata: Option<RawObjectMeta>,
+    pub metadata: Option<Box<RawObjectMeta>>,
     /// PodSpec restriction.
-    pub spec: Option<RawPodSpec>,
+    pub spec: Option<Box<RawPodSpec>>,
 }
 
 /// ObjectMeta restriction settings.
@@ -169,7 +169,7 @@ pub struct RawPodSpec {
     /// `automountServiceAccountToken`.
     pub automount_service_account_token: Option<RawBool>,
     /// PodSecurityContext restriction.
-    pub security_context: Option<RawPodSecurityContext>,
+    pub security_context: Option<Box<RawPodSecurityContext>>,
 }
 
 /// PodSecurityContext restriction settings.
@@ -205,7 +205,7 @@ pub struct RawContainer {
     /// The effective `imagePullPolicy`.
     pub image_pull_policy: Option<RawString>,
     /// SecurityContext restriction.
-    pub security_context: Option<RawSecurityContext>,
+    pub security_context: Option<Box<RawSecurityContext>>,
 }
 
 /// Image restriction settings (parts of the parsed reference).
@@ -227,7 +227,7 @@ pub struct RawImage {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSecurityContext {
     /// `capabilities`.
-    pub capabilities: Option<RawCapabilities>,
+    pub capabilities: Option<Box<RawCapabilities>>,
     /// `privileged`.
     pub privileged: Option<RawBool>,
     /// Effective `runAsNonRoot`.
@@ -238,7 +238,7 @@ pub struct RawSecurityContext {
     pub allow_privilege_escalation: Option<RawBool>,
     /// Effective `seLinuxOptions`.
     #[serde(rename = "seLinuxOptions")]
-    pub se_linux_options: Option<RawSeLinux>,
+    pub se_linux_options: Option<Box<RawSeLinux>>,
     /// Effective `runAsUser`.
     pub run_as_user: Option<RawNumeric>,
     /// Effective `runAsGroup`.
@@ -295,9 +295,9 @@ pub struct RawVolume {
     /// The volume source (the Pod JSON key; no source = `emptyDir`).
     pub volume_type: Option<RawString>,
     /// `hostPath` fields.
-    pub host_path: Option<RawHostPath>,
+    pub host_path: Option<Box<RawHostPath>>,
     /// Every mount of the volume.
-    pub mount: Option<RawMount>,
+    pub mount: Option<Box<RawMount>>,
 }
 
 /// `hostPath: {path, type}`.
@@ -348,9 +348,13 @@ impl RestrictionSpec {
     /// Validates the settings; errors name the settings path below `spec`.
     pub fn build(raw: RawRestrictionSpec) -> Result<RestrictionSpec, SettingsError> {
         Ok(RestrictionSpec {
-            metadata: opt(raw.metadata, "metadata", ObjectMetaRestriction::build)?
-                .unwrap_or_default(),
-            spec: opt(raw.spec, "spec", PodSpecRestriction::build)?.unwrap_or_default(),
+            metadata: opt(
+                raw.metadata.map(|b| *b),
+                "metadata",
+                ObjectMetaRestriction::build,
+            )?
+            .unwrap_or_default(),
+            spec: opt(raw.spec.map(|b| *b), "spec", PodSpecRestriction::build)?.unwrap_or_default(),
         })
     }
 
@@ -453,7 +457,7 @@ impl PodSpecRestriction {
                 BoolRestriction::build,
             )?,
             security_context: opt(
-                raw.security_context,
+                raw.security_context.map(|b| *b),
                 "securityContext",
                 PodSecurityContextRestriction::build,
             )?,
@@ -727,7 +731,7 @@ impl ContainerRestriction {
                 StringRestriction::build,
             )?,
             security_context: opt(
-                raw.security_context,
+                raw.security_context.map(|b| *b),
                 "securityContext",
                 SecurityContextRestriction::build,
             )?,
@@ -872,7 +876,7 @@ impl SecurityContextRestriction {
     fn build(raw: RawSecurityContext) -> Result<Self, SettingsError> {
         Ok(SecurityContextRestriction {
             capabilities: opt(
-                raw.capabilities,
+                raw.capabilities.map(|b| *b),
                 "capabilities",
                 CapabilitiesRestriction::build,
             )?,
@@ -886,7 +890,7 @@ impl SecurityContextRestriction {
                 BoolRestriction::build,
             )?,
             se_linux: opt(
-                raw.se_linux_options,
+                raw.se_linux_options.map(|b| *b),
                 "seLinuxOptions",
                 SeLinuxRestriction::build,
             )?,
@@ -1053,8 +1057,8 @@ struct VolumeRestriction {
 
 impl VolumeRestriction {
     fn build(raw: RawVolume) -> Result<Self, SettingsError> {
-        let host = raw.host_path.unwrap_or_default();
-        let mount = raw.mount.unwrap_or_default();
+        let host = raw.host_path.map(|b| *b).unwrap_or_default();
+        let mount = raw.mount.map(|b| *b).unwrap_or_default();
         let under = |e: SettingsError, a: &str| e.under(a);
         Ok(VolumeRestriction {
             collection: CollectionRestriction::build(RawCollection {

@@ -28,8 +28,9 @@ use crate::verdict::Violation;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum OneOrList<T> {
-    /// A single object.
-    One(T),
+    /// A single object (boxed: raw restriction settings are large, and serde moves a
+    /// value by copying it).
+    One(Box<T>),
     /// A list of objects.
     List(Vec<T>),
 }
@@ -38,7 +39,7 @@ impl<T> OneOrList<T> {
     /// The objects, in order.
     pub fn into_vec(self) -> Vec<T> {
         match self {
-            OneOrList::One(t) => vec![t],
+            OneOrList::One(t) => vec![*t],
             OneOrList::List(v) => v,
         }
     }
@@ -56,7 +57,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrList<T> {
             }
 
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(OneOrList::One)
+                T::deserialize(MapAccessDeserializer::new(map)).map(|t| OneOrList::One(Box::new(t)))
             }
 
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
@@ -105,7 +106,7 @@ impl<T> AnyOf<T> {
     ) -> Result<AnyOf<T>, SettingsError> {
         let alternatives = match raw {
             None => Vec::new(),
-            Some(OneOrList::One(r)) => vec![build(r)?],
+            Some(OneOrList::One(r)) => vec![build(*r)?],
             Some(OneOrList::List(rs)) => rs
                 .into_iter()
                 .enumerate()
