@@ -86,6 +86,8 @@ impl FullMatch {
                 )),
                 other => invalid(first_line(&other.to_string())),
             })?;
+            // keep the engine a request would compile, so that what was checked here is
+            // what evaluates
             let _ = compiled.set(Some(compile_lite(pattern).unwrap_or(Compiled::Full(regex))));
         }
         Ok(FullMatch {

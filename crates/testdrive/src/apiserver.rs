@@ -213,7 +213,8 @@ impl Drop for RunningApi {
     }
 }
 
-/// Answers requests on one kept-alive connection until the client closes it.
+/// Answers requests on one connection: kept alive for HTTP/1.1 until the client closes it
+/// or asks `Connection: close`, one request for HTTP/1.0.
 fn serve_connection(api: &FakeApi, stream: TcpStream) {
     let Ok(mut writer) = stream.try_clone() else {
         return;
@@ -224,6 +225,10 @@ fn serve_connection(api: &FakeApi, stream: TcpStream) {
         if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
             return;
         }
+        let mut parts = request_line.split_whitespace();
+        let method = parts.next().unwrap_or_default();
+        let path = parts.next().unwrap_or_default();
+        let mut keep_alive = parts.next() == Some("HTTP/1.1");
         let mut content_length = 0usize;
         loop {
             let mut header = String::new();
@@ -234,19 +239,19 @@ fn serve_connection(api: &FakeApi, stream: TcpStream) {
             if header.is_empty() {
                 break;
             }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                content_length = value.trim().parse().unwrap_or(0);
+            if let Some((name, value)) = header.split_once(':') {
+                let value = value.trim();
+                if name.eq_ignore_ascii_case("content-length") {
+                    content_length = value.parse().unwrap_or(0);
+                } else if name.eq_ignore_ascii_case("connection") {
+                    keep_alive &= !value.eq_ignore_ascii_case("close");
+                }
             }
         }
         let mut body = vec![0; content_length];
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        let mut parts = request_line.split_whitespace();
-        let method = parts.next().unwrap_or_default();
-        let path = parts.next().unwrap_or_default();
         let answer = if method == "GET" {
             api.answer(path)
         } else {
@@ -259,7 +264,7 @@ fn serve_connection(api: &FakeApi, stream: TcpStream) {
             answer.body.len(),
             answer.body
         );
-        if writer.write_all(response.as_bytes()).is_err() {
+        if writer.write_all(response.as_bytes()).is_err() || !keep_alive {
             return;
         }
     }
@@ -356,30 +361,8 @@ mod tests {
     }
 
     fn http_get(port: u16, path: &str) -> (u16, Value) {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut reader = BufReader::new(s);
-        let mut status = String::new();
-        reader.read_line(&mut status).unwrap();
-        let mut len = 0;
-        loop {
-            let mut h = String::new();
-            reader.read_line(&mut h).unwrap();
-            if h.trim().is_empty() {
-                break;
-            }
-            if let Some(v) = h.strip_prefix("Content-Length:") {
-                len = v.trim().parse().unwrap();
-            }
-        }
-        let mut body = vec![0; len];
-        reader.read_exact(&mut body).unwrap();
-        let code = status.split_whitespace().nth(1).unwrap().parse().unwrap();
-        (code, serde_json::from_slice(&body).unwrap())
+        let (status, body) = crate::http::http_get(port, path).unwrap();
+        (status, serde_json::from_slice(&body).unwrap())
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub mod cluster;
 pub mod e2e;
 pub mod error;
 pub mod host;
+mod http;
 pub mod metadata;
 pub mod packaging;
 pub mod replay;

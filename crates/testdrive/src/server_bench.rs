@@ -14,8 +14,6 @@
 //! which policy-server reaches through a kubeconfig. Scenarios whose cluster states agree
 //! share one policy-server; one whose state contradicts another's gets its own.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,6 +26,7 @@ use crate::callbacks::{Recorder, shared};
 use crate::cases::{compact, policy_metadata, policy_name, wasm_file_name};
 use crate::error::{Error, Result};
 use crate::host::Host;
+use crate::http::{http_get, http_post};
 
 /// Options of [`run`].
 #[derive(Debug, Clone)]
@@ -137,13 +136,9 @@ fn batches(rows: Vec<Row>) -> Vec<Batch> {
     for row in rows {
         match batches
             .iter_mut()
-            .position(|b| b.cluster.merge(&row.cluster))
+            .find_map(|b| b.cluster.merge(&row.cluster).then_some(b))
         {
-            Some(i) => {
-                if let Some(batch) = batches.get_mut(i) {
-                    batch.rows.push(row);
-                }
-            }
+            Some(batch) => batch.rows.push(row),
             None => batches.push(Batch {
                 cluster: row.cluster.clone(),
                 rows: vec![row],
@@ -300,13 +295,18 @@ fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Res
                 let module = std::path::absolute(&module).map_err(|e| Error::io(&module, e))?;
                 Ok((
                     a.module.clone(),
-                    target(
-                        format!("{id}-kw-{}", a.module),
-                        module,
-                        a.settings.clone(),
-                        ours_body.clone(),
-                        None,
-                    ),
+                    // Kubewarden's policy reads no cluster: it is granted nothing
+                    Target {
+                        context_aware: Vec::new(),
+                        host_capabilities: Vec::new(),
+                        ..target(
+                            format!("{id}-kw-{}", a.module),
+                            module,
+                            a.settings.clone(),
+                            ours_body.clone(),
+                            None,
+                        )
+                    },
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -378,7 +378,7 @@ impl PolicyServer {
                     log_path.display()
                 )));
             }
-            if matches!(http_get(readiness, "/readiness"), Ok(200)) {
+            if matches!(http_get(readiness, "/readiness"), Ok((200, _))) {
                 return Ok(server);
             }
             if Instant::now() > deadline {
@@ -485,46 +485,6 @@ pub fn parse_wrk(text: &str) -> Option<Throughput> {
         requests_per_second,
         mean_latency_us,
     })
-}
-
-fn http_exchange(port: u16, head: String, body: &[u8]) -> Result<(u16, Vec<u8>)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))
-        .map_err(|e| Error::Invalid(format!("127.0.0.1:{port}: {e}")))?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .map_err(|e| Error::Invalid(e.to_string()))?;
-    stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(body))
-        .map_err(|e| Error::Invalid(format!("127.0.0.1:{port}: {e}")))?;
-    let mut answer = Vec::new();
-    stream
-        .read_to_end(&mut answer)
-        .map_err(|e| Error::Invalid(format!("127.0.0.1:{port}: {e}")))?;
-    let split = answer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| Error::Invalid("HTTP answer without headers".into()))?;
-    let status = String::from_utf8_lossy(answer.get(..split).unwrap_or_default())
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Ok((status, answer.get(split + 4..).unwrap_or_default().to_vec()))
-}
-
-/// HTTP/1.0 POST (so that the answer is neither chunked nor kept alive).
-fn http_post(port: u16, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>)> {
-    let head = format!(
-        "POST {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    http_exchange(port, head, body)
-}
-
-fn http_get(port: u16, path: &str) -> Result<u16> {
-    let head = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    http_exchange(port, head, b"").map(|(status, _)| status)
 }
 
 fn print_row(row: &Row, ours: Throughput, floor: Throughput, theirs: &[(String, Throughput)]) {
