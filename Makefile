@@ -18,8 +18,8 @@ POLICY_PKGS := $(foreach p,$(POLICIES),-p $(p))
 # The real Kubewarden tools: KWCTL for make e2e, POLICY_SERVER for make bench-server.
 KWCTL ?= $(shell command -v kwctl 2> /dev/null)
 POLICY_SERVER ?= $(shell command -v policy-server 2> /dev/null)
-SEED_SETTINGS := test_data/settings/pod-toleration-seed.yaml
-SEED_REQUESTS := test_data/requests/pod-toleration
+SEED_SETTINGS := test_data/pod-toleration-policy/settings/seed.yaml
+SEED_REQUESTS := test_data/pod-toleration-policy/requests
 
 .PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server fuzz clean
 

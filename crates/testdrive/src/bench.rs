@@ -7,7 +7,7 @@
 //! ```yaml
 //! - name: toleration exists
 //!   settings: {protectedTaints: [{key: dedicated, value: tenantA}]}
-//!   request: ../../test_data/requests/pod-toleration-exists.json
+//!   request: ../../test_data/pod-toleration-policy/requests/pod-toleration-exists.json
 //!   override: {userInfo: {username: bob}}    # optional
 //!   replay: session.yml                        # optional, or cluster: [...]
 //! ```
@@ -19,7 +19,7 @@
 //! # the item's number, until the serialised request.object reaches `bytes`
 //! - name: 1 MiB Pod of containers
 //!   settings: {allowed: [gold]}
-//!   request: ../../test_data/requests/priority-class/pod-gold.json
+//!   request: ../../test_data/priority-class-policy/requests/pod-gold.json
 //!   grow:
 //!     bytes: 1048576                         # optional, 1 MiB by default
 //!     at:
@@ -30,7 +30,7 @@
 //! # (existing entries count); one scenario per count
 //! - name: allowed names
 //!   settings: {allowed: [gold]}
-//!   request: ../../test_data/requests/priority-class/pod-gold.json
+//!   request: ../../test_data/priority-class-policy/requests/pod-gold.json
 //!   scale:
 //!     path: allowed
 //!     item: "class-{i}"

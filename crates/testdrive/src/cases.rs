@@ -3,11 +3,11 @@
 //! ```yaml
 //! defaults:                      # optional, merged into every case (case fields win)
 //!   settings: {protectedTaints: [{key: dedicated, value: tenantA}]}
-//!   request: ../../../test_data/requests/pod.json
+//!   request: ../../../test_data/pod-toleration-policy/requests/pod.json
 //! cases:
 //! - name: exists toleration refused
 //!   override: {userInfo: {username: bob}}
-//!   replay: ../../../test_data/sessions/ns-team-a.yml   # or cluster: [objects]
+//!   replay: ../../../test_data/pod-toleration-policy/sessions/ns-team-a.yml   # or cluster: [objects]
 //!   expect: {allowed: false, code: 403, message: 'operator "Exists"'}
 //! ```
 //!
@@ -102,16 +102,23 @@ pub struct Expect {
 
 /// One case as written in a case file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Case {
     /// Unique name within the policy.
     pub name: String,
     /// Free text for readers; ignored by the runner.
     #[serde(default)]
     pub description: Option<String>,
-    /// Policy settings.
+    /// Policy settings (replacing the defaults' ones).
     #[serde(default)]
     pub settings: Option<Value>,
+    /// RFC 7386 merge patch applied to the settings (the case's, else the defaults').
+    #[serde(default)]
+    pub settings_override: Option<Value>,
+    /// RFC 6902 JSON Patch applied to the settings after `settingsOverride`, for edits inside
+    /// lists (`[{op: add, path: /profiles/0/spec/privileged, value: true}]`).
+    #[serde(default)]
+    pub settings_patch: Option<json_patch::Patch>,
     /// The admission request.
     #[serde(default)]
     pub request: Option<RequestSpec>,
@@ -288,6 +295,18 @@ fn check_expect(expect: &Expect) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Applies a case's `settingsOverride`, then its `settingsPatch`, to the settings it starts
+/// from (its own or the defaults').
+fn edit_settings(settings: &mut Value, case: &Case) -> std::result::Result<(), String> {
+    if let Some(o) = &case.settings_override {
+        merge_patch(settings, o);
+    }
+    if let Some(p) = &case.settings_patch {
+        json_patch::patch(settings, p).map_err(|e| format!("`settingsPatch`: {e}"))?;
+    }
+    Ok(())
+}
+
 /// Parses a case file and resolves its cases. A syntax error or an
 /// unknown field fails the whole file; problems of one case (missing
 /// request file, contradictory expectations) are kept in that case.
@@ -324,6 +343,10 @@ pub fn parse_case_file(text: &str, path: &Path) -> Result<Vec<ResolvedCase>> {
         let scenario = check_expect(&case.expect)
             .and_then(|()| {
                 resolve_scenario(path, &defaults, &fields, &overrides).map_err(|e| e.to_string())
+            })
+            .and_then(|mut s| {
+                edit_settings(&mut s.settings, &case)?;
+                Ok(s)
             })
             .and_then(|s| {
                 if s.request.is_none() && case.expect.settings_valid != Some(false) {
@@ -872,6 +895,49 @@ cases:
   - {apiVersion: v1, kind: Namespace, metadata: {name: team-a}}
   expect: {allowed: true, warnings: [w], warningsCount: 1}
 "#;
+
+    #[test]
+    fn settings_are_merge_patched_then_json_patched() {
+        let d = tmp("settings-edits");
+        std::fs::write(d.join("req.json"), r#"{"uid":"r","operation":"CREATE"}"#).unwrap();
+        let file = r#"
+defaults:
+  settings: {mode: enforce, profiles: [{name: p, spec: {volumes: ["*"]}}]}
+  request: req.json
+cases:
+- name: defaults as they are
+  expect: {allowed: true}
+- name: merge patch
+  settingsOverride: {mode: warn}
+  expect: {allowed: true}
+- name: json patch inside a list, after the merge patch
+  settingsOverride: {mode: null}
+  settingsPatch: [{op: add, path: /profiles/0/spec/privileged, value: true}]
+  expect: {allowed: true}
+- name: own settings edited
+  settings: {a: 1}
+  settingsOverride: {b: 2}
+  expect: {allowed: true}
+- name: patch of a missing path fails the case
+  settingsPatch: [{op: replace, path: /nothing/0, value: 1}]
+  expect: {allowed: true}
+"#;
+        let cases = parse_case_file(file, &d.join("cases.yaml")).unwrap();
+        let settings = |i: usize| cases[i].scenario.as_ref().unwrap().settings.clone();
+        let profiles = json!([{"name": "p", "spec": {"volumes": ["*"]}}]);
+        assert_eq!(
+            settings(0),
+            json!({"mode": "enforce", "profiles": profiles})
+        );
+        assert_eq!(settings(1), json!({"mode": "warn", "profiles": profiles}));
+        assert_eq!(
+            settings(2),
+            json!({"profiles": [{"name": "p", "spec": {"volumes": ["*"], "privileged": true}}]})
+        );
+        assert_eq!(settings(3), json!({"a": 1, "b": 2}));
+        let err = cases[4].scenario.as_ref().unwrap_err();
+        assert!(err.starts_with("`settingsPatch`:"), "{err}");
+    }
 
     #[test]
     fn parses_defaults_overrides_and_inline() {

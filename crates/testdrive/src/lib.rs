@@ -15,8 +15,8 @@
 //! let wasm = std::fs::read("target/wasm32-wasip1/release/pod_toleration_policy.wasm")?;
 //! let metadata = Metadata::from_file("policies/pod-toleration-policy/metadata.yml".as_ref())?;
 //! let host = Host::load(&wasm, Some(metadata))?;
-//! let request = testdrive::request::load_request("test_data/requests/pod.json".as_ref())?;
-//! let session = shared(ReplaySession::from_file("test_data/sessions/ns.yml".as_ref())?);
+//! let request = testdrive::request::load_request("test_data/pod-security-policy/requests/pod.json".as_ref())?;
+//! let session = shared(ReplaySession::from_file("test_data/pod-security-policy/sessions/ns.yml".as_ref())?);
 //! let eval = host.validate(&request, &json!({}), session.clone())?;
 //! println!("{}", serde_json::to_string_pretty(&eval.response)?);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
