@@ -1,6 +1,6 @@
 //! `testdrive bench`: per-request latency with a fresh instance per request
 //! (what policy-server does) and with one reused instance (what `kwctl
-//! bench` does), and the cost budgets of SPEC 2.16 on generated inputs.
+//! bench` does), and the cost budgets (docs/semantics.md#cost) on generated inputs.
 //!
 //! `bench.yaml` in a policy directory is a list of entries:
 //!
@@ -817,7 +817,7 @@ impl Floor {
     }
 }
 
-/// The verdict of one cost budget (SPEC 2.16).
+/// The verdict of one cost budget (docs/semantics.md#cost).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BudgetCheck {
     /// Policy name.

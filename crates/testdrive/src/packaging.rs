@@ -5,7 +5,7 @@
 
 use crate::metadata::Metadata;
 
-/// Annotations every policy's metadata carries (SPEC of the bundle: README "Packaging").
+/// Annotations every policy's metadata carries (README "Packaging", docs/semantics.md#packaging).
 pub const REQUIRED_ANNOTATIONS: [&str; 14] = [
     "io.kubewarden.policy.title",
     "io.kubewarden.policy.version",

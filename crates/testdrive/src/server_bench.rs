@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::apiserver::FakeApi;
-use crate::bench::{BenchKind, FLOOR_OPERATION, load_bench_file};
+use crate::bench::{BenchKind, BenchScenario, FLOOR_OPERATION, load_bench_file};
 use crate::callbacks::{Recorder, shared};
 use crate::cases::{compact, policy_metadata, policy_name, wasm_file_name};
 use crate::error::{Error, Result};
@@ -217,125 +217,175 @@ fn run_batch(
     Ok(failed)
 }
 
+/// One policy as policy-server is given it: its annotated module and what its binding says.
+struct PolicyBinding {
+    /// The policy's name.
+    policy: String,
+    /// The annotated module, absolute.
+    module: PathBuf,
+    /// `allowedToMutate`.
+    mutating: bool,
+    /// `contextAwareResources`.
+    context_aware: Vec<Value>,
+    /// `hostCapabilities`.
+    host_capabilities: Vec<String>,
+    /// The module in testdrive, which judges each scenario first.
+    host: Host,
+}
+
+impl PolicyBinding {
+    /// Reads the policy directory's metadata and modules (the annotated one must exist).
+    fn load(dir: &Path, options: &ServerBenchOptions) -> Result<Self> {
+        let policy = policy_name(dir);
+        let wasm_path = options.wasm_dir.join(wasm_file_name(dir));
+        let wasm = std::fs::read(&wasm_path).map_err(|e| Error::io(&wasm_path, e))?;
+        let metadata = policy_metadata(dir)?;
+        let module = std::path::absolute(options.annotated_dir.join(format!("{policy}.wasm")))
+            .map_err(|e| Error::io(&options.annotated_dir, e))?;
+        if !module.is_file() {
+            return Err(Error::Invalid(format!(
+                "{} is missing (make annotate)",
+                module.display()
+            )));
+        }
+        Ok(PolicyBinding {
+            policy,
+            module,
+            mutating: metadata.as_ref().is_some_and(|m| m.mutating),
+            context_aware: metadata
+                .iter()
+                .flat_map(|m| &m.context_aware_resources)
+                .map(|r| json!({"apiVersion": r.api_version, "kind": r.kind}))
+                .collect(),
+            host_capabilities: metadata
+                .iter()
+                .flat_map(|m| m.host_capabilities.iter().flatten().cloned())
+                .collect(),
+            host: Host::load(&wasm, metadata)?,
+        })
+    }
+
+    /// A target of this binding: `module` with `settings`, driven with `body`.
+    fn target(
+        &self,
+        id: String,
+        module: PathBuf,
+        settings: Value,
+        body: PathBuf,
+        expect_allowed: Option<bool>,
+    ) -> Target {
+        Target {
+            id,
+            module,
+            settings,
+            mutating: self.mutating,
+            context_aware: self.context_aware.clone(),
+            host_capabilities: self.host_capabilities.clone(),
+            body,
+            expect_allowed,
+        }
+    }
+}
+
 /// The rows of one policy directory (nothing when it has no `bench.yaml`).
 fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Result<Vec<Row>> {
     let bench_file = dir.join("bench.yaml");
     if !bench_file.is_file() {
         return Ok(Vec::new());
     }
-    let policy = policy_name(dir);
-    let wasm_path = options.wasm_dir.join(wasm_file_name(dir));
-    let wasm = std::fs::read(&wasm_path).map_err(|e| Error::io(&wasm_path, e))?;
-    let metadata = policy_metadata(dir)?;
-    let mutating = metadata.as_ref().is_some_and(|m| m.mutating);
-    let context_aware: Vec<Value> = metadata
-        .iter()
-        .flat_map(|m| &m.context_aware_resources)
-        .map(|r| json!({"apiVersion": r.api_version, "kind": r.kind}))
-        .collect();
-    let host_capabilities: Vec<String> = metadata
-        .iter()
-        .flat_map(|m| m.host_capabilities.iter().flatten().cloned())
-        .collect();
-    let host = Host::load(&wasm, metadata)?;
-    let module = std::path::absolute(options.annotated_dir.join(format!("{policy}.wasm")))
-        .map_err(|e| Error::io(&options.annotated_dir, e))?;
-    if !module.is_file() {
-        return Err(Error::Invalid(format!(
-            "{} is missing (make annotate)",
-            module.display()
-        )));
-    }
+    let binding = PolicyBinding::load(dir, options)?;
     let mut rows = Vec::new();
     for (n, bench) in load_bench_file(&bench_file)?.into_iter().enumerate() {
-        let scenario = &bench.scenario;
-        let Some(request) = &scenario.request else {
-            continue;
-        };
-        let recorder = shared(Recorder::new(scenario.cluster.callbacks()));
-        let eval = host.validate(request, &scenario.settings, recorder.clone())?;
-        let cluster = FakeApi::from_exchanges(
-            recorder
-                .lock()
-                .map_err(|_| Error::Invalid("recorder lock poisoned".into()))?
-                .exchanges(),
-        )?;
-        let id = format!("{}-{n}", policy.trim_end_matches("-policy"));
-        let body = |suffix: &str, request: &Value| -> Result<PathBuf> {
-            let path = work_dir.join(format!("{id}{suffix}.json"));
-            let review = json!({
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": request,
-            });
-            std::fs::write(&path, compact(&review)).map_err(|e| Error::io(&path, e))?;
-            Ok(path)
-        };
-        let mut floor_request = request.clone();
-        if let Some(map) = floor_request.as_object_mut() {
-            map.insert("operation".into(), Value::String(FLOOR_OPERATION.into()));
+        if let Some(row) = scenario_row(&binding, n, &bench, work_dir, options)? {
+            rows.push(row);
         }
-        let ours_body = body("", request)?;
-        let target =
-            |id: String, module: PathBuf, settings: Value, body: PathBuf, allowed| Target {
-                id,
-                module,
-                settings,
-                mutating,
-                context_aware: context_aware.clone(),
-                host_capabilities: host_capabilities.clone(),
-                body,
-                expect_allowed: allowed,
-            };
-        let anchors = bench
-            .anchors
-            .iter()
-            .map(|a| {
-                let module = options.anchors_dir.join(format!("{}.wasm", a.module));
-                let module = std::path::absolute(&module).map_err(|e| Error::io(&module, e))?;
-                Ok((
-                    a.module.clone(),
-                    // Kubewarden's policy reads no cluster: it is granted nothing
-                    Target {
-                        context_aware: Vec::new(),
-                        host_capabilities: Vec::new(),
-                        ..target(
-                            format!("{id}-kw-{}", a.module),
-                            module,
-                            a.settings.clone(),
-                            ours_body.clone(),
-                            None,
-                        )
-                    },
-                ))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        rows.push(Row {
-            policy: policy.clone(),
-            scenario: bench.name.clone(),
-            entries: match bench.kind {
-                BenchKind::Scaled { entries, .. } => Some(entries),
-                _ => None,
-            },
-            ours: target(
-                id.clone(),
-                module.clone(),
-                scenario.settings.clone(),
-                ours_body.clone(),
-                Some(eval.response.allowed),
-            ),
-            floor: target(
-                format!("{id}-floor"),
-                module.clone(),
-                scenario.settings.clone(),
-                body("-floor", &floor_request)?,
-                Some(true),
-            ),
-            anchors,
-            cluster,
-        });
     }
     Ok(rows)
+}
+
+/// Writes `request` as the AdmissionReview body `<id><suffix>.json`.
+fn write_review(work_dir: &Path, id: &str, suffix: &str, request: &Value) -> Result<PathBuf> {
+    let path = work_dir.join(format!("{id}{suffix}.json"));
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": request,
+    });
+    std::fs::write(&path, compact(&review)).map_err(|e| Error::io(&path, e))?;
+    Ok(path)
+}
+
+/// The row of the `n`th bench scenario: ours, the floor, Kubewarden's anchors, and the
+/// cluster the fake API server must serve (recorded while testdrive judges the scenario).
+fn scenario_row(
+    binding: &PolicyBinding,
+    n: usize,
+    bench: &BenchScenario,
+    work_dir: &Path,
+    options: &ServerBenchOptions,
+) -> Result<Option<Row>> {
+    let scenario = &bench.scenario;
+    let Some(request) = &scenario.request else {
+        return Ok(None);
+    };
+    let recorder = shared(Recorder::new(scenario.cluster.callbacks()));
+    let eval = binding
+        .host
+        .validate(request, &scenario.settings, recorder.clone())?;
+    let cluster = FakeApi::from_exchanges(
+        recorder
+            .lock()
+            .map_err(|_| Error::Invalid("recorder lock poisoned".into()))?
+            .exchanges(),
+    )?;
+    let id = format!("{}-{n}", binding.policy.trim_end_matches("-policy"));
+    let mut floor_request = request.clone();
+    if let Some(map) = floor_request.as_object_mut() {
+        map.insert("operation".into(), Value::String(FLOOR_OPERATION.into()));
+    }
+    let ours_body = write_review(work_dir, &id, "", request)?;
+    let anchors = bench
+        .anchors
+        .iter()
+        .map(|a| {
+            let module = options.anchors_dir.join(format!("{}.wasm", a.module));
+            let module = std::path::absolute(&module).map_err(|e| Error::io(&module, e))?;
+            let id = format!("{id}-kw-{}", a.module);
+            let target = binding.target(id, module, a.settings.clone(), ours_body.clone(), None);
+            // Kubewarden's policy reads no cluster: it is granted nothing
+            let target = Target {
+                context_aware: Vec::new(),
+                host_capabilities: Vec::new(),
+                ..target
+            };
+            Ok((a.module.clone(), target))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let settings = &scenario.settings;
+    Ok(Some(Row {
+        policy: binding.policy.clone(),
+        scenario: bench.name.clone(),
+        entries: match bench.kind {
+            BenchKind::Scaled { entries, .. } => Some(entries),
+            _ => None,
+        },
+        ours: binding.target(
+            id.clone(),
+            binding.module.clone(),
+            settings.clone(),
+            ours_body,
+            Some(eval.response.allowed),
+        ),
+        floor: binding.target(
+            format!("{id}-floor"),
+            binding.module.clone(),
+            settings.clone(),
+            write_review(work_dir, &id, "-floor", &floor_request)?,
+            Some(true),
+        ),
+        anchors,
+        cluster,
+    }))
 }
 
 /// A running policy-server, stopped on drop.

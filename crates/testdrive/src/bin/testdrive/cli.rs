@@ -1,0 +1,207 @@
+//! The command line: every subcommand and its arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "testdrive",
+    version,
+    about = "Local Kubewarden host: runs policy wasm modules like policy-server and kwctl do"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Evaluate one request, like `kwctl run`; prints the AdmissionResponse.
+    Run(RunArgs),
+    /// Run every declarative case of the policies against their wasm.
+    Check(CheckArgs),
+    /// Per-request latency with a fresh instance and with a reused one.
+    Bench(BenchArgs),
+    /// Embed metadata in a module, like `kwctl annotate`.
+    Annotate(AnnotateArgs),
+    /// Evaluate against `cluster` objects and write the kwctl replay session.
+    Record(RecordArgs),
+    /// Write every case's validate payload and settings as fuzzing seeds.
+    Seeds(SeedsArgs),
+    /// Run every declarative case through the real kwctl (annotate, scaffold, run).
+    E2e(E2eArgs),
+    /// Throughput of the bench scenarios in the real policy-server, driven by wrk.
+    BenchServer(BenchServerArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct BenchServerArgs {
+    /// Policy directories (default: every directory under ./policies).
+    pub(crate) dirs: Vec<PathBuf>,
+    /// The policy-server binary.
+    #[arg(long)]
+    pub(crate) policy_server: PathBuf,
+    /// Kubewarden's annotated policies (default: `anchors/` beside the binary's `bin/`).
+    #[arg(long)]
+    pub(crate) anchors_dir: Option<PathBuf>,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Where the annotated modules are (make annotate).
+    #[arg(long, default_value = "target/annotated")]
+    pub(crate) annotated_dir: PathBuf,
+    /// Where policies.yml, request bodies and the server's log go.
+    #[arg(long, default_value = "target/bench-server")]
+    pub(crate) work_dir: PathBuf,
+    /// Load duration of each measurement, in seconds.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) seconds: u64,
+    /// wrk connections.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) connections: usize,
+    /// policy-server's port (its readiness probe listens on the next one).
+    #[arg(long, default_value_t = 3300)]
+    pub(crate) port: u16,
+}
+
+#[derive(Args)]
+pub(crate) struct E2eArgs {
+    /// Policy directories (default: every directory under ./policies).
+    pub(crate) dirs: Vec<PathBuf>,
+    /// The kwctl binary.
+    #[arg(long)]
+    pub(crate) kwctl: PathBuf,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Where annotated modules, case inputs and recorded sessions go.
+    #[arg(long, default_value = "target/e2e")]
+    pub(crate) work_dir: PathBuf,
+    /// kwctl processes at a time (default: one per core).
+    #[arg(long)]
+    pub(crate) jobs: Option<usize>,
+    /// Only cases whose name (or policy name) contains this.
+    #[arg(long)]
+    pub(crate) filter: Option<String>,
+}
+
+#[derive(Args)]
+pub(crate) struct SeedsArgs {
+    /// Policy directories (default: every directory under ./policies).
+    pub(crate) dirs: Vec<PathBuf>,
+    /// Seeds go to `<out>/<policy>/validate/` and `<out>/<policy>/settings/`.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct SettingsArgs {
+    /// Settings as a JSON string.
+    #[arg(long, conflicts_with = "settings_path")]
+    pub(crate) settings_json: Option<String>,
+    /// Settings file (YAML or JSON).
+    #[arg(long, short = 's')]
+    pub(crate) settings_path: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    /// The policy module.
+    pub(crate) module: PathBuf,
+    /// AdmissionRequest or AdmissionReview file.
+    #[arg(long, short = 'r')]
+    pub(crate) request_path: PathBuf,
+    #[command(flatten)]
+    pub(crate) settings: SettingsArgs,
+    /// kwctl session file answering host callbacks.
+    #[arg(long, conflicts_with = "cluster")]
+    pub(crate) replay_host_capabilities_interactions: Option<PathBuf>,
+    /// YAML list of objects that exist in the cluster.
+    #[arg(long)]
+    pub(crate) cluster: Option<PathBuf>,
+    /// metadata.yml, used when the module is not annotated.
+    #[arg(long, short = 'm')]
+    pub(crate) metadata: Option<PathBuf>,
+    /// Print guest logs and host calls on stderr.
+    #[arg(long, short = 'v')]
+    pub(crate) verbose: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CheckArgs {
+    /// Policy directories (default: every directory under ./policies).
+    pub(crate) dirs: Vec<PathBuf>,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Only cases whose name (or policy name) contains this.
+    #[arg(long)]
+    pub(crate) filter: Option<String>,
+    /// Print guest logs and host calls on stderr.
+    #[arg(long, short = 'v')]
+    pub(crate) verbose: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct BenchArgs {
+    /// Policy directories (default: every directory under ./policies).
+    pub(crate) dirs: Vec<PathBuf>,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Iterations with a fresh instance per request.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) iterations: usize,
+    /// Iterations on one reused instance (default: 10 x --iterations).
+    #[arg(long)]
+    pub(crate) reused_iterations: Option<usize>,
+    /// Time budget per measurement, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub(crate) budget_secs: f64,
+    /// Write each policy's bench inputs as `<dir>/<policy>.json` (validate payloads plus the
+    /// cluster objects) for the policy's native benchmark, instead of measuring.
+    #[arg(long)]
+    pub(crate) emit_payloads: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct AnnotateArgs {
+    /// The module to annotate.
+    pub(crate) module: PathBuf,
+    /// metadata.yml
+    #[arg(long, short = 'm')]
+    pub(crate) metadata: PathBuf,
+    /// README.md, stored as the `io.kubewarden.policy.usage` annotation.
+    #[arg(long, short = 'u')]
+    pub(crate) usage: Option<PathBuf>,
+    /// Output module.
+    #[arg(long, short = 'o')]
+    pub(crate) output: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct RecordArgs {
+    /// The policy module.
+    pub(crate) module: PathBuf,
+    /// AdmissionRequest or AdmissionReview file.
+    #[arg(long, short = 'r', required_unless_present = "case")]
+    pub(crate) request_path: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) settings: SettingsArgs,
+    /// YAML list of objects that exist in the cluster.
+    #[arg(long, required_unless_present = "case")]
+    pub(crate) cluster: Option<PathBuf>,
+    /// Take settings, request and `cluster:` from this case file ...
+    #[arg(long, requires = "name", conflicts_with_all = ["request_path", "cluster"])]
+    pub(crate) case: Option<PathBuf>,
+    /// ... and this case name.
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+    /// metadata.yml, used when the module is not annotated.
+    #[arg(long, short = 'm')]
+    pub(crate) metadata: Option<PathBuf>,
+    /// Where to write the session.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+}

@@ -1,0 +1,33 @@
+//! `testdrive`: run Kubewarden waPC policies locally (see the library docs).
+
+mod bench;
+mod cli;
+mod evaluate;
+mod policies;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => evaluate::run(a),
+        Command::Check(a) => policies::check(a),
+        Command::Bench(a) => bench::bench(a),
+        Command::Annotate(a) => evaluate::annotate(a),
+        Command::Record(a) => evaluate::record(a),
+        Command::Seeds(a) => policies::seeds(a),
+        Command::E2e(a) => policies::e2e(a),
+        Command::BenchServer(a) => bench::bench_server(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("testdrive: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

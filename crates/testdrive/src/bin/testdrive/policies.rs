@@ -1,0 +1,116 @@
+//! Commands over policy directories: `check`, `e2e`, `seeds`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use testdrive::cases::{CheckOptions, check_policy};
+use testdrive::error::{Error, Result};
+
+use crate::cli::{CheckArgs, E2eArgs, SeedsArgs};
+
+pub(crate) fn policy_dirs(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
+    if !dirs.is_empty() {
+        return Ok(dirs);
+    }
+    let root = Path::new("policies");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(root).map_err(|e| Error::io(root, e))? {
+        let p = entry.map_err(|e| Error::io(root, e))?.path();
+        if p.is_dir() {
+            out.push(p);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
+    let options = CheckOptions {
+        wasm_dir: a.wasm_dir,
+        filter: a.filter,
+        verbose: a.verbose,
+    };
+    let reports: Vec<_> = policy_dirs(a.dirs)?
+        .iter()
+        .map(|dir| check_policy(dir, &options))
+        .collect();
+    Ok(print_reports(&reports))
+}
+
+/// Prints each policy's failures and counts, then the closing line `N passed, N failed`.
+pub(crate) fn print_reports(reports: &[testdrive::cases::PolicyReport]) -> ExitCode {
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for report in reports {
+        for w in &report.warnings {
+            eprintln!("warning: {w}");
+        }
+        for f in &report.failures {
+            let mut lines = f.failures.iter();
+            let first = lines.next().map(String::as_str).unwrap_or("failed");
+            println!(
+                "FAIL {} › {} [{}]: {first}",
+                report.policy,
+                f.name,
+                f.file.display()
+            );
+            for line in lines {
+                println!("    {line}");
+            }
+        }
+        if let Some(e) = &report.error {
+            println!("ERROR {e}");
+        }
+        if report.passed + report.failed() > 0 {
+            println!(
+                "{}: {} passed, {} failed",
+                report.policy,
+                report.passed,
+                report.failed()
+            );
+        }
+        passed += report.passed;
+        failed += report.failed();
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+pub(crate) fn e2e(a: E2eArgs) -> Result<ExitCode> {
+    let version = testdrive::e2e::kwctl_version(&a.kwctl)?;
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    println!(
+        "e2e: every case through {} ({}), {jobs} at a time",
+        a.kwctl.display(),
+        if version.is_empty() {
+            "version unknown"
+        } else {
+            &version
+        }
+    );
+    let options = testdrive::e2e::E2eOptions {
+        kwctl: a.kwctl,
+        wasm_dir: a.wasm_dir,
+        work_dir: a.work_dir,
+        jobs,
+        filter: a.filter,
+    };
+    let reports = testdrive::e2e::run(&policy_dirs(a.dirs)?, &options)?;
+    Ok(print_reports(&reports))
+}
+
+pub(crate) fn seeds(a: SeedsArgs) -> Result<ExitCode> {
+    for dir in policy_dirs(a.dirs)? {
+        let c = testdrive::seeds::write_seeds(&dir, &a.out)?;
+        println!(
+            "{}: {} payloads, {} settings, {} cases skipped",
+            c.policy, c.payloads, c.settings, c.skipped
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
