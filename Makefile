@@ -96,7 +96,7 @@ annotate: policies testdrive
 
 # Per policy: wasm size, µs/request with a fresh instance (as policy-server) and with a
 # reused one (as kwctl bench), for the bench.yaml scenarios and the generated ones (a ~1 MiB
-# object; settings with 10 / 1,000 / 10,000 entries); then the cost budgets of SPEC 2.16
+# object; settings with 10 / 1,000 / 10,000 entries); then the cost budgets (docs/semantics.md#cost)
 # (1 MiB object < 50 ms; 10,000 entries < 5x the 10-entry time), and the same inputs through
 # the core natively, for the policies that have examples/native_bench.rs. Fails when a
 # budget is over, after printing everything.
