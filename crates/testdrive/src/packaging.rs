@@ -29,93 +29,16 @@ const SEVERITIES: [&str; 4] = ["low", "medium", "high", "critical"];
 /// Why the metadata of policy directory `policy` would be refused or mislabelled by
 /// `kwctl scaffold artifacthub` or Artifact Hub; empty when it is complete.
 pub fn problems(metadata: &Metadata, policy: &str) -> Vec<String> {
+    let get = Annotations(metadata);
     let mut out = Vec::new();
-    let get = |key: &str| {
-        metadata
-            .annotations
-            .get(key)
-            .map(String::as_str)
-            .filter(|v| !v.trim().is_empty())
-    };
     for key in REQUIRED_ANNOTATIONS {
-        if get(key).is_none() {
+        if get.value(key).is_none() {
             out.push(format!("annotation {key} is missing or empty"));
         }
     }
-    if let Some(title) = get("io.kubewarden.policy.title")
-        && title != policy
-    {
-        out.push(format!(
-            "io.kubewarden.policy.title is {title:?}, expected the policy's name {policy:?}"
-        ));
-    }
-    let version = get("io.kubewarden.policy.version");
-    if let Some(v) = version
-        && !is_semver(v)
-    {
-        out.push(format!(
-            "io.kubewarden.policy.version {v:?} is not a semantic version"
-        ));
-    }
-    if let (Some(v), Some(tag)) = (version, get("com.github.release.tag"))
-        && tag != format!("{policy}/v{v}")
-    {
-        out.push(format!(
-            "com.github.release.tag is {tag:?}, expected \"{policy}/v{v}\" (the release workflow's tag)"
-        ));
-    }
-    if let Some(author) = get("io.kubewarden.policy.author") {
-        for person in author.split(',') {
-            if !is_name_addr(person.trim()) {
-                out.push(format!(
-                    "io.kubewarden.policy.author: {:?} is not `Name <email>`",
-                    person.trim()
-                ));
-            }
-        }
-    }
-    if let Some(url) = get("io.kubewarden.policy.url")
-        && !is_https(url)
-    {
-        out.push(format!(
-            "io.kubewarden.policy.url {url:?} is not an https URL"
-        ));
-    }
-    if let Some(source) = get("io.kubewarden.policy.source")
-        && !is_github_repository(source)
-    {
-        out.push(format!(
-            "io.kubewarden.policy.source {source:?} must be the repository, \
-             https://github.com/<owner>/<repo>: kwctl appends /releases/download/<tag>/policy.wasm"
-        ));
-    }
-    if let Some(oci) = get("io.kubewarden.policy.ociUrl") {
-        let last = oci.rsplit('/').next().unwrap_or_default();
-        if oci.contains("://") || oci.contains(char::is_whitespace) || last.contains(':') {
-            out.push(format!(
-                "io.kubewarden.policy.ociUrl {oci:?} must be a repository without scheme or tag"
-            ));
-        } else if last != policy {
-            out.push(format!(
-                "io.kubewarden.policy.ociUrl {oci:?} must end with the policy's name {policy:?}"
-            ));
-        }
-    }
-    for key in ["io.artifacthub.keywords", "io.artifacthub.resources"] {
-        if let Some(list) = get(key)
-            && list.split(',').any(|item| item.trim().is_empty())
-        {
-            out.push(format!("{key} {list:?} has an empty item"));
-        }
-    }
-    if let Some(severity) = get("io.kubewarden.policy.severity")
-        && !SEVERITIES.contains(&severity)
-    {
-        out.push(format!(
-            "io.kubewarden.policy.severity {severity:?} is not one of {}",
-            SEVERITIES.join(", ")
-        ));
-    }
+    release_problems(&get, policy, &mut out);
+    link_problems(&get, policy, &mut out);
+    catalogue_problems(&get, &mut out);
     if metadata.host_capabilities.is_none() {
         out.push("hostCapabilities is missing (`[]` when the policy makes no host call)".into());
     }
@@ -127,6 +50,106 @@ pub fn problems(metadata: &Metadata, policy: &str) -> Vec<String> {
         Some(_) => {}
     }
     out
+}
+
+/// The annotations of a metadata file, empty values counted as absent.
+struct Annotations<'a>(&'a Metadata);
+
+impl Annotations<'_> {
+    /// The non-blank value of `key`.
+    fn value(&self, key: &str) -> Option<&str> {
+        self.0
+            .annotations
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+    }
+}
+
+/// Title, version and release tag: what the release workflow and kwctl name the policy by.
+fn release_problems(get: &Annotations<'_>, policy: &str, out: &mut Vec<String>) {
+    if let Some(title) = get.value("io.kubewarden.policy.title")
+        && title != policy
+    {
+        out.push(format!(
+            "io.kubewarden.policy.title is {title:?}, expected the policy's name {policy:?}"
+        ));
+    }
+    let version = get.value("io.kubewarden.policy.version");
+    if let Some(v) = version
+        && !is_semver(v)
+    {
+        out.push(format!(
+            "io.kubewarden.policy.version {v:?} is not a semantic version"
+        ));
+    }
+    if let (Some(v), Some(tag)) = (version, get.value("com.github.release.tag"))
+        && tag != format!("{policy}/v{v}")
+    {
+        out.push(format!(
+            "com.github.release.tag is {tag:?}, expected \"{policy}/v{v}\" (the release workflow's tag)"
+        ));
+    }
+}
+
+/// Author, URL, source and OCI repository: who made the policy and where it lives.
+fn link_problems(get: &Annotations<'_>, policy: &str, out: &mut Vec<String>) {
+    if let Some(author) = get.value("io.kubewarden.policy.author") {
+        for person in author.split(',') {
+            if !is_name_addr(person.trim()) {
+                out.push(format!(
+                    "io.kubewarden.policy.author: {:?} is not `Name <email>`",
+                    person.trim()
+                ));
+            }
+        }
+    }
+    if let Some(url) = get.value("io.kubewarden.policy.url")
+        && !is_https(url)
+    {
+        out.push(format!(
+            "io.kubewarden.policy.url {url:?} is not an https URL"
+        ));
+    }
+    if let Some(source) = get.value("io.kubewarden.policy.source")
+        && !is_github_repository(source)
+    {
+        out.push(format!(
+            "io.kubewarden.policy.source {source:?} must be the repository, \
+             https://github.com/<owner>/<repo>: kwctl appends /releases/download/<tag>/policy.wasm"
+        ));
+    }
+    if let Some(oci) = get.value("io.kubewarden.policy.ociUrl") {
+        let last = oci.rsplit('/').next().unwrap_or_default();
+        if oci.contains("://") || oci.contains(char::is_whitespace) || last.contains(':') {
+            out.push(format!(
+                "io.kubewarden.policy.ociUrl {oci:?} must be a repository without scheme or tag"
+            ));
+        } else if last != policy {
+            out.push(format!(
+                "io.kubewarden.policy.ociUrl {oci:?} must end with the policy's name {policy:?}"
+            ));
+        }
+    }
+}
+
+/// Keywords, resources and severity: how Artifact Hub and the catalogue list the policy.
+fn catalogue_problems(get: &Annotations<'_>, out: &mut Vec<String>) {
+    for key in ["io.artifacthub.keywords", "io.artifacthub.resources"] {
+        if let Some(list) = get.value(key)
+            && list.split(',').any(|item| item.trim().is_empty())
+        {
+            out.push(format!("{key} {list:?} has an empty item"));
+        }
+    }
+    if let Some(severity) = get.value("io.kubewarden.policy.severity")
+        && !SEVERITIES.contains(&severity)
+    {
+        out.push(format!(
+            "io.kubewarden.policy.severity {severity:?} is not one of {}",
+            SEVERITIES.join(", ")
+        ));
+    }
 }
 
 /// `MAJOR.MINOR.PATCH` with an optional `-prerelease`.

@@ -8,7 +8,12 @@
 //! * every `docs/semantics.md#<anchor>` cited exists as a heading of that page.
 
 // A test file: its helpers index, unwrap and panic like the tests they serve.
-#![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

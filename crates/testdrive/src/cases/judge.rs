@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::resolve::ResolvedCase;
+use super::resolve::{ResolvedCase, Scenario};
 use super::schema::Expect;
+use crate::callbacks::SharedCallbacks;
 use crate::host::{Evaluation, Host};
 
 /// The result of one case.
@@ -194,35 +195,7 @@ fn run_case_into(host: &Host, case: &ResolvedCase, failures: &mut Vec<String>) {
         && eval.response.allowed
         && let (Some(_), Some(mutated)) = (&eval.patch, &eval.mutated_object)
     {
-        let mut again = request.clone();
-        if let Value::Object(map) = &mut again {
-            map.insert("object".to_owned(), mutated.clone());
-        }
-        if let Ok(mut cb) = callbacks.lock() {
-            cb.reset();
-        }
-        match host.validate(&again, &scenario.settings, callbacks.clone()) {
-            Err(e) => failures.push(format!("idempotence re-run: host error: {e}")),
-            Ok(second) if !second.response.allowed => failures.push(format!(
-                "not idempotent: re-running on the mutated object was rejected: {}",
-                quote(second.response.message())
-            )),
-            Ok(second) => {
-                if let Some(p) = &second.patch {
-                    failures.push(format!(
-                        "not idempotent: re-running on the mutated object patched again: {}",
-                        compact(p)
-                    ));
-                }
-            }
-        }
-        if let Ok(cb) = callbacks.lock() {
-            failures.extend(
-                cb.problems()
-                    .into_iter()
-                    .map(|p| format!("idempotence re-run: {p}")),
-            );
-        }
+        check_idempotence(host, request, mutated, scenario, &callbacks, failures);
     }
     // host-call errors explain a surprising verdict, unless the fixture
     // problems above already did
@@ -231,6 +204,47 @@ fn run_case_into(host: &Host, case: &ResolvedCase, failures: &mut Vec<String>) {
             "(host-call errors seen by the policy: {})",
             eval.host_call_errors.join(" | ")
         ));
+    }
+}
+
+/// Re-runs the policy on its own output (the request with the mutated object): it must
+/// accept it without a further patch (docs/semantics.md#mutations).
+fn check_idempotence(
+    host: &Host,
+    request: &Value,
+    mutated: &Value,
+    scenario: &Scenario,
+    callbacks: &SharedCallbacks,
+    failures: &mut Vec<String>,
+) {
+    let mut again = request.clone();
+    if let Value::Object(map) = &mut again {
+        map.insert("object".to_owned(), mutated.clone());
+    }
+    if let Ok(mut cb) = callbacks.lock() {
+        cb.reset();
+    }
+    match host.validate(&again, &scenario.settings, callbacks.clone()) {
+        Err(e) => failures.push(format!("idempotence re-run: host error: {e}")),
+        Ok(second) if !second.response.allowed => failures.push(format!(
+            "not idempotent: re-running on the mutated object was rejected: {}",
+            quote(second.response.message())
+        )),
+        Ok(second) => {
+            if let Some(p) = &second.patch {
+                failures.push(format!(
+                    "not idempotent: re-running on the mutated object patched again: {}",
+                    compact(p)
+                ));
+            }
+        }
+    }
+    if let Ok(cb) = callbacks.lock() {
+        failures.extend(
+            cb.problems()
+                .into_iter()
+                .map(|p| format!("idempotence re-run: {p}")),
+        );
     }
 }
 
