@@ -238,8 +238,7 @@ impl Instance {
     ///
     /// Like policy-evaluator: a guest error or trap is a rejection with code
     /// 500 and the error text; a `mutated_object` is turned into the JSON
-    /// Patch against `request.object`, refused (rejection, code 500) on a
-    /// DELETE request or when the metadata says `mutating: false`.
+    /// Patch against `request.object` by the rules of [`super::response`].
     pub fn validate(
         &self,
         request: &Value,
