@@ -145,6 +145,7 @@ struct Checker<'a, 'v> {
 }
 
 impl Checker<'_, '_> {
+    /// Records that `found` at `path` violates the level for `reason`.
     fn fail(&mut self, path: &FieldPath, found: String, reason: &str, allowed: &str) {
         self.out.push(Violation {
             path: path.clone(),
@@ -156,10 +157,12 @@ impl Checker<'_, '_> {
     }
 }
 
+/// A string quoted for messages.
 fn quoted(s: &str) -> String {
     format!("{s:?}")
 }
 
+/// A JSON value for messages (strings quoted).
 fn render(v: &Value) -> String {
     match v {
         Value::String(s) => quoted(s),

@@ -53,6 +53,8 @@ pub enum Mutation {
     Forbidden,
 }
 
+/// Reads the request's Namespace for `fromNamespaceAnnotation` ranges; a failed read is an
+/// error, or, with `onLookupError: accept`, a warning and skipped ranges.
 fn read_namespace(
     namespace: &str,
     settings: &Settings,
@@ -87,6 +89,7 @@ fn read_namespace(
     }
 }
 
+/// Appends `violations`, each suffixed with the profile's name (README rule 4).
 fn suffixed(profile: &Profile, violations: Vec<Violation>, out: &mut Vec<Violation>) {
     out.extend(violations.into_iter().map(|v| Violation {
         path: v.path,

@@ -6,7 +6,9 @@ use policy_core::cluster::OnLookupError;
 use std::collections::HashSet;
 
 use policy_core::names::NameList;
-use policy_core::principal::{GlobSet, Principals, PrincipalsSettings, ServiceAccountPattern};
+use policy_core::principal::{
+    GlobSet, Principals, PrincipalsSettings as RawPrincipals, ServiceAccountPattern,
+};
 use policy_core::pss::Level;
 use policy_core::settings::{Raw, is_reread};
 use policy_core::{Mode, SettingsError};
@@ -19,8 +21,9 @@ use crate::spec::{PspSpec, RawSpec};
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
     mode: Option<Mode>,
+    // Each profile is validated as it is decoded (see `Profile`'s `Deserialize`).
     profiles: Option<Vec<Profile>>,
-    trusted_controllers: Option<PrincipalsSettings>,
+    trusted_controllers: Option<RawPrincipals>,
     on_lookup_error: Option<OnLookupError>,
 }
 

@@ -67,6 +67,7 @@ impl<'de> Deserialize<'de> for AllowedHostPaths {
 /// One `{pathPrefix, readOnly}` entry: the prefix is pushed to the list, `readOnly` returned.
 struct Entry<'l>(&'l mut NameList);
 
+/// The keys of an `allowedHostPaths` entry.
 #[derive(Deserialize)]
 #[serde(field_identifier, rename_all = "camelCase")]
 enum HostPathField {

@@ -29,6 +29,7 @@ pub enum IdRule {
 }
 
 impl IdRule {
+    /// The rule's name in settings (`MustRunAs`).
     fn name(self) -> &'static str {
         match self {
             IdRule::MustRunAs => "MustRunAs",

@@ -1,7 +1,7 @@
 //! PSP validation of a pod spec against a resolved profile: every field of the spec, every
 //! container list, all violations with their paths, in document order (Pod-level fields,
-//! volumes, then containers). One function per rule, named after it: [`pod`] holds the
-//! Pod-level rules, [`volumes`] the volume rules, [`container`] the container rules.
+//! volumes, then containers). One function per rule, named after it: `pod` holds the
+//! Pod-level rules, `volumes` the volume rules, `container` the container rules.
 
 mod container;
 mod pod;
@@ -21,6 +21,7 @@ use crate::spec::SeLinuxOptions;
 struct Out(Vec<Violation>);
 
 impl Out {
+    /// Records a violation at `path`.
     fn push(&mut self, path: &FieldPath, problem: String) {
         self.0.push(Violation {
             path: path.clone(),
@@ -29,6 +30,7 @@ impl Out {
     }
 }
 
+/// A value quoted for messages.
 fn q(s: &str) -> String {
     format!("{s:?}")
 }
