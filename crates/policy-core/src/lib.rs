@@ -21,6 +21,7 @@ pub mod path;
 pub mod pod;
 pub mod policy;
 pub mod principal;
+#[cfg(feature = "pss")]
 pub mod pss;
 pub mod quantity;
 pub mod ranges;

@@ -125,13 +125,27 @@ pub const RESTRICTED_VOLUME_TYPES: [&str; 9] = [
     "secret",
 ];
 
+/// One run of the checks of a level on one pod spec: what every check needs, and the
+/// violations found so far (in document order).
 struct Checker<'a, 'v> {
     level: Level,
     pod: &'a PodView<'v>,
+    /// Whether the level is `restricted`.
+    restricted: bool,
+    /// Whether the Pod declares `spec.os.name: windows`.
+    windows: bool,
+    /// Whether the Pod runs in a user namespace (`hostUsers: false`).
+    userns: bool,
+    /// Whether the Pod sets an allowed seccomp profile type (restricted), which its
+    /// containers inherit.
+    pod_seccomp_ok: bool,
+    /// Whether the Pod sets `runAsNonRoot: true` (restricted), which its containers inherit.
+    pod_non_root: bool,
     out: Vec<Violation>,
 }
 
 impl Checker<'_, '_> {
+    /// Records that `found` at `path` violates the level for `reason`.
     fn fail(&mut self, path: &FieldPath, found: String, reason: &str, allowed: &str) {
         self.out.push(Violation {
             path: path.clone(),
@@ -143,14 +157,25 @@ impl Checker<'_, '_> {
     }
 }
 
+/// A string quoted for messages.
 fn quoted(s: &str) -> String {
     format!("{s:?}")
 }
 
+/// A JSON value for messages (strings quoted).
 fn render(v: &Value) -> String {
     match v {
         Value::String(s) => quoted(s),
         other => other.to_string(),
+    }
+}
+
+/// `nil` for an empty (or absent) value, else the value quoted.
+fn quoted_or_nil(s: &str) -> String {
+    if s.is_empty() {
+        "nil".to_owned()
+    } else {
+        quoted(s)
     }
 }
 
@@ -160,46 +185,67 @@ pub fn check(level: Level, pod: &PodView<'_>) -> Result<Vec<Violation>, PolicyEr
     if level == Level::Privileged {
         return Ok(Vec::new());
     }
+    let spec = &pod.spec;
     let mut c = Checker {
         level,
         pod,
+        restricted: level == Level::Restricted,
+        windows: is_windows(spec)?,
+        userns: in_user_namespace(spec)?,
+        pod_seccomp_ok: false,
+        pod_non_root: false,
         out: Vec::new(),
     };
-    let spec = &pod.spec;
-    let windows = is_windows(spec)?;
-    let userns = in_user_namespace(spec)?;
-    let restricted = level == Level::Restricted;
+    check_host_namespaces(&mut c)?;
+    check_apparmor_annotations(&mut c)?;
+    check_volume_types(&mut c)?;
+    if let Some(ctx) = pod_context(spec)? {
+        check_pod_context(&mut c, &ctx)?;
+    }
+    for container in pod.containers()? {
+        check_container(&mut c, &container)?;
+    }
+    Ok(c.out)
+}
 
-    // host namespaces
+/// Host namespaces (baseline): `hostNetwork`, `hostPID`, `hostIPC` false or unset.
+fn check_host_namespaces(c: &mut Checker<'_, '_>) -> Result<(), PolicyError> {
+    let spec = &c.pod.spec;
     for flag in ["hostNetwork", "hostPID", "hostIPC"] {
         if spec.get_bool(flag)? == Some(true) {
+            let path = spec.path.field(flag);
+            c.fail(&path, "true".into(), "host namespaces", "false or unset");
+        }
+    }
+    Ok(())
+}
+
+/// AppArmor (baseline), annotation form: container profiles unset, `runtime/default` or
+/// `localhost/<profile>`.
+fn check_apparmor_annotations(c: &mut Checker<'_, '_>) -> Result<(), PolicyError> {
+    let Some(meta) = &c.pod.metadata else {
+        return Ok(());
+    };
+    for (k, v) in meta.get_string_map("annotations")? {
+        if k.starts_with(APPARMOR_CONTAINER_ANNOTATION_PREFIX)
+            && !(v.is_empty() || v == "runtime/default" || v.starts_with("localhost/"))
+        {
             c.fail(
-                &spec.path.field(flag),
-                "true".into(),
-                "host namespaces",
-                "false or unset",
+                &meta.path.field("annotations").key(k),
+                quoted(v),
+                "forbidden AppArmor profile",
+                "\"\", runtime/default, localhost/<profile>",
             );
         }
     }
-    // AppArmor annotations
-    if let Some(meta) = &pod.metadata {
-        for (k, v) in meta.get_string_map("annotations")? {
-            if k.starts_with(APPARMOR_CONTAINER_ANNOTATION_PREFIX)
-                && !(v.is_empty() || v == "runtime/default" || v.starts_with("localhost/"))
-            {
-                c.fail(
-                    &meta.path.field("annotations").key(k),
-                    quoted(v),
-                    "forbidden AppArmor profile",
-                    "\"\", runtime/default, localhost/<profile>",
-                );
-            }
-        }
-    }
-    // volumes
-    for vol in spec.get_list("volumes")? {
+    Ok(())
+}
+
+/// Volumes: no `hostPath` (baseline); only the restricted volume types (restricted).
+fn check_volume_types(c: &mut Checker<'_, '_>) -> Result<(), PolicyError> {
+    for vol in c.pod.spec.get_list("volumes")? {
         for ty in volume_sources(&vol)? {
-            if restricted {
+            if c.restricted {
                 if !RESTRICTED_VOLUME_TYPES.contains(&ty) {
                     c.fail(
                         &vol.path.field(ty),
@@ -218,123 +264,133 @@ pub fn check(level: Level, pod: &PodView<'_>) -> Result<Vec<Violation>, PolicyEr
             }
         }
     }
-    // Pod securityContext
-    let pod_ctx = pod_context(spec)?;
-    let mut pod_seccomp_ok = false;
-    let mut pod_non_root = false;
-    if let Some(ctx) = &pod_ctx {
-        check_context_common(&mut c, ctx, windows)?;
-        if restricted && !userns {
-            match ctx.get_bool("runAsNonRoot")? {
-                Some(false) => c.fail(
-                    &ctx.path.field("runAsNonRoot"),
-                    "false".into(),
-                    "runAsNonRoot != true",
-                    "true",
-                ),
-                Some(true) => pod_non_root = true,
-                None => {}
-            }
-        }
-        if restricted && let Some(p) = ctx.get_object("seccompProfile")? {
-            pod_seccomp_ok = matches!(p.get_str("type")?, Some("RuntimeDefault" | "Localhost"));
-        }
-        for sysctl in ctx.get_list("sysctls")? {
-            let name = sysctl.get_str("name")?.unwrap_or("");
-            if !BASELINE_SYSCTLS.contains(&name) {
-                c.fail(
-                    &sysctl.path.field("name"),
-                    quoted(name),
-                    "forbidden sysctls",
-                    &BASELINE_SYSCTLS.join(", "),
-                );
-            }
+    Ok(())
+}
+
+/// The Pod security context: the common checks, `runAsNonRoot` (restricted), sysctls; and
+/// what its containers inherit (seccomp profile, `runAsNonRoot: true`).
+fn check_pod_context(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
+    check_context_common(c, ctx)?;
+    if c.restricted && !c.userns {
+        match ctx.get_bool("runAsNonRoot")? {
+            Some(false) => c.fail(
+                &ctx.path.field("runAsNonRoot"),
+                "false".into(),
+                "runAsNonRoot != true",
+                "true",
+            ),
+            Some(true) => c.pod_non_root = true,
+            None => {}
         }
     }
-    for container in pod.containers()? {
-        check_container(
-            &mut c,
-            &container,
-            windows,
-            userns,
-            pod_seccomp_ok,
-            pod_non_root,
-        )?;
+    if c.restricted
+        && let Some(p) = ctx.get_object("seccompProfile")?
+    {
+        c.pod_seccomp_ok = matches!(p.get_str("type")?, Some("RuntimeDefault" | "Localhost"));
     }
-    Ok(c.out)
+    check_sysctls(c, ctx)
+}
+
+/// Sysctls (baseline): only the safe set.
+fn check_sysctls(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
+    for sysctl in ctx.get_list("sysctls")? {
+        let name = sysctl.get_str("name")?.unwrap_or("");
+        if !BASELINE_SYSCTLS.contains(&name) {
+            c.fail(
+                &sysctl.path.field("name"),
+                quoted(name),
+                "forbidden sysctls",
+                &BASELINE_SYSCTLS.join(", "),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Checks shared by the Pod's and the containers' security contexts: SELinux, seccomp
-/// (baseline form), runAsUser (restricted), AppArmor field and Windows host process.
-fn check_context_common(
-    c: &mut Checker<'_, '_>,
-    ctx: &At<'_>,
-    windows: bool,
-) -> Result<(), PolicyError> {
-    let restricted = c.level == Level::Restricted;
-    let userns = in_user_namespace(&c.pod.spec)?;
-    if let Some(se) = ctx.get_object("seLinuxOptions")? {
-        let ty = se.get_str("type")?.unwrap_or("");
-        if !BASELINE_SELINUX_TYPES.contains(&ty) {
-            c.fail(
-                &se.path.field("type"),
-                quoted(ty),
-                "seLinuxOptions",
-                "container_t, container_init_t, container_kvm_t, container_engine_t or unset",
-            );
-        }
-        for field in ["user", "role"] {
-            if let Some(v) = se.get_str(field)?
-                && !v.is_empty()
-            {
-                c.fail(&se.path.field(field), quoted(v), "seLinuxOptions", "unset");
-            }
+/// (baseline form), AppArmor field, Windows host process and runAsUser (restricted).
+fn check_context_common(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
+    check_se_linux_options(c, ctx)?;
+    check_seccomp_type(c, ctx)?;
+    check_apparmor_type(c, ctx)?;
+    check_host_process(c, ctx)?;
+    check_run_as_root(c, ctx)
+}
+
+/// SELinux (baseline): an allowed type, no user or role.
+fn check_se_linux_options(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
+    let Some(se) = ctx.get_object("seLinuxOptions")? else {
+        return Ok(());
+    };
+    let ty = se.get_str("type")?.unwrap_or("");
+    if !BASELINE_SELINUX_TYPES.contains(&ty) {
+        c.fail(
+            &se.path.field("type"),
+            quoted(ty),
+            "seLinuxOptions",
+            "container_t, container_init_t, container_kvm_t, container_engine_t or unset",
+        );
+    }
+    for field in ["user", "role"] {
+        if let Some(v) = se.get_str(field)?
+            && !v.is_empty()
+        {
+            c.fail(&se.path.field(field), quoted(v), "seLinuxOptions", "unset");
         }
     }
-    // A profile present without `type` has the empty type, as Pod Security Admission reads
-    // it: not Unconfined (baseline passes), not RuntimeDefault/Localhost (restricted fails).
-    if let Some(p) = ctx.get_object("seccompProfile")? {
-        let ty = p.get_str("type")?.unwrap_or("");
-        let found = if ty.is_empty() {
-            "nil".to_owned()
+    Ok(())
+}
+
+/// Seccomp profile type: not `Unconfined` (baseline); `RuntimeDefault` or `Localhost`
+/// (restricted, except on Windows). A profile present without `type` has the empty type, as
+/// Pod Security Admission reads it: not Unconfined (baseline passes), not
+/// RuntimeDefault/Localhost (restricted fails).
+fn check_seccomp_type(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
+    let Some(p) = ctx.get_object("seccompProfile")? else {
+        return Ok(());
+    };
+    let (restricted, windows) = (c.restricted, c.windows);
+    let ty = p.get_str("type")?.unwrap_or("");
+    let found = quoted_or_nil(ty);
+    if ty == "Unconfined" {
+        let allowed = if restricted {
+            "RuntimeDefault, Localhost"
         } else {
-            quoted(ty)
+            "anything but Unconfined"
         };
-        if ty == "Unconfined" {
-            let allowed = if restricted {
-                "RuntimeDefault, Localhost"
-            } else {
-                "anything but Unconfined"
-            };
-            if !(restricted && windows) {
-                c.fail(&p.path.field("type"), found, "seccompProfile", allowed);
-            }
-        } else if restricted && !windows && !matches!(ty, "RuntimeDefault" | "Localhost") {
-            c.fail(
-                &p.path.field("type"),
-                found,
-                "seccompProfile",
-                "RuntimeDefault, Localhost",
-            );
+        if !(restricted && windows) {
+            c.fail(&p.path.field("type"), found, "seccompProfile", allowed);
         }
+    } else if restricted && !windows && !matches!(ty, "RuntimeDefault" | "Localhost") {
+        c.fail(
+            &p.path.field("type"),
+            found,
+            "seccompProfile",
+            "RuntimeDefault, Localhost",
+        );
     }
-    // Likewise an AppArmor profile without `type` is not an allowed profile.
+    Ok(())
+}
+
+/// AppArmor (baseline), field form: `RuntimeDefault` or `Localhost`; a profile without
+/// `type` is not an allowed profile.
+fn check_apparmor_type(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
     if let Some(p) = ctx.get_object("appArmorProfile")? {
         let ty = p.get_str("type")?.unwrap_or("");
         if !matches!(ty, "RuntimeDefault" | "Localhost") {
-            let found = if ty.is_empty() {
-                "nil".to_owned()
-            } else {
-                quoted(ty)
-            };
             c.fail(
                 &p.path.field("type"),
-                found,
+                quoted_or_nil(ty),
                 "forbidden AppArmor profile",
                 "RuntimeDefault, Localhost",
             );
         }
     }
+    Ok(())
+}
+
+/// HostProcess (baseline): `windowsOptions.hostProcess` false or unset.
+fn check_host_process(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
     if let Some(w) = ctx.get_object("windowsOptions")?
         && w.get_bool("hostProcess")? == Some(true)
     {
@@ -345,8 +401,13 @@ fn check_context_common(
             "false or unset",
         );
     }
-    if restricted
-        && !userns
+    Ok(())
+}
+
+/// `runAsUser` (restricted, outside a user namespace): not 0.
+fn check_run_as_root(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
+    if c.restricted
+        && !c.userns
         && let Some(uid) = ctx.get("runAsUser")?
         && uid.value.as_i64() == Some(0)
     {
@@ -355,47 +416,67 @@ fn check_context_common(
     Ok(())
 }
 
-fn check_container(
-    c: &mut Checker<'_, '_>,
-    container: &Container<'_>,
-    windows: bool,
-    userns: bool,
-    pod_seccomp_ok: bool,
-    pod_non_root: bool,
-) -> Result<(), PolicyError> {
-    let restricted = c.level == Level::Restricted;
-    let node = &container.node;
+/// Every check of one container, in this order: privileged, the common security-context
+/// checks, procMount, capabilities, allowPrivilegeEscalation, runAsNonRoot, seccomp, host
+/// ports, probe and lifecycle hosts.
+fn check_container(c: &mut Checker<'_, '_>, container: &Container<'_>) -> Result<(), PolicyError> {
     let ctx = container_context(container)?;
-    let sc_path = node.path.field("securityContext");
+    let sc_path = container.node.path.field("securityContext");
     if let Some(ctx) = &ctx {
-        if ctx.get_bool("privileged")? == Some(true) {
-            c.fail(
-                &ctx.path.field("privileged"),
-                "true".into(),
-                "privileged",
-                "false or unset",
-            );
-        }
-        check_context_common(c, ctx, windows)?;
-        if let Some(pm) = ctx.get_str("procMount")?
-            && pm != "Default"
-            && (restricted || !userns)
-        {
-            let allowed = if restricted {
-                "Default"
-            } else {
-                "Default (any value with hostUsers: false)"
-            };
-            c.fail(
-                &ctx.path.field("procMount"),
-                quoted(pm),
-                "procMount",
-                allowed,
-            );
-        }
+        check_privileged(c, ctx)?;
+        check_context_common(c, ctx)?;
+        check_proc_mount(c, ctx)?;
     }
-    // capabilities
-    let caps = match &ctx {
+    check_capabilities(c, ctx.as_ref(), &sc_path)?;
+    check_privilege_escalation(c, ctx.as_ref(), &sc_path)?;
+    check_run_as_non_root(c, ctx.as_ref(), &sc_path)?;
+    check_seccomp_set(c, ctx.as_ref(), &sc_path)?;
+    check_host_ports(c, container)?;
+    check_probe_hosts(c, container)
+}
+
+/// Privileged containers (baseline): `privileged` false or unset.
+fn check_privileged(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
+    if ctx.get_bool("privileged")? == Some(true) {
+        c.fail(
+            &ctx.path.field("privileged"),
+            "true".into(),
+            "privileged",
+            "false or unset",
+        );
+    }
+    Ok(())
+}
+
+/// `procMount` (baseline): `Default`, any value in a user namespace; restricted: `Default`.
+fn check_proc_mount(c: &mut Checker<'_, '_>, ctx: &At<'_>) -> Result<(), PolicyError> {
+    if let Some(pm) = ctx.get_str("procMount")?
+        && pm != "Default"
+        && (c.restricted || !c.userns)
+    {
+        let allowed = if c.restricted {
+            "Default"
+        } else {
+            "Default (any value with hostUsers: false)"
+        };
+        c.fail(
+            &ctx.path.field("procMount"),
+            quoted(pm),
+            "procMount",
+            allowed,
+        );
+    }
+    Ok(())
+}
+
+/// Capabilities: added ones from the baseline set (baseline) or only `NET_BIND_SERVICE`,
+/// and `ALL` dropped (restricted, except on Windows).
+fn check_capabilities(
+    c: &mut Checker<'_, '_>,
+    ctx: Option<&At<'_>>,
+    sc_path: &FieldPath,
+) -> Result<(), PolicyError> {
+    let caps = match ctx {
         Some(ctx) => ctx.get_object("capabilities")?,
         None => None,
     };
@@ -403,30 +484,8 @@ fn check_container(
         Some(caps) => (caps.get_list("add")?, caps.get_str_list("drop")?),
         None => (Vec::new(), Vec::new()),
     };
-    for add in &adds {
-        let name = add
-            .value
-            .as_str()
-            .ok_or_else(|| PolicyError::malformed(&add.path, "expected a string"))?;
-        if restricted && !windows {
-            if name != "NET_BIND_SERVICE" {
-                c.fail(
-                    &add.path,
-                    quoted(name),
-                    "unrestricted capabilities",
-                    "NET_BIND_SERVICE",
-                );
-            }
-        } else if !BASELINE_CAPABILITIES.contains(&name) {
-            c.fail(
-                &add.path,
-                quoted(name),
-                "non-default capabilities",
-                &BASELINE_CAPABILITIES.join(", "),
-            );
-        }
-    }
-    if restricted && !windows && !drops.contains(&"ALL") {
+    check_added_capabilities(c, &adds)?;
+    if c.restricted && !c.windows && !drops.contains(&"ALL") {
         let path = sc_path.field("capabilities").field("drop");
         let found = if drops.is_empty() {
             "nil".to_owned()
@@ -447,23 +506,75 @@ fn check_container(
             "a list containing \"ALL\"",
         );
     }
-    if restricted && !windows {
-        let ape = match &ctx {
-            Some(ctx) => ctx.get("allowPrivilegeEscalation")?,
-            None => None,
-        };
-        if ape.as_ref().map(|a| a.value) != Some(&Value::Bool(false)) {
-            let found = ape.as_ref().map_or("nil".to_owned(), |a| render(a.value));
+    Ok(())
+}
+
+/// Added capabilities: the baseline set (baseline), only `NET_BIND_SERVICE` (restricted,
+/// except on Windows).
+fn check_added_capabilities(c: &mut Checker<'_, '_>, adds: &[At<'_>]) -> Result<(), PolicyError> {
+    for add in adds {
+        let name = add
+            .value
+            .as_str()
+            .ok_or_else(|| PolicyError::malformed(&add.path, "expected a string"))?;
+        if c.restricted && !c.windows {
+            if name != "NET_BIND_SERVICE" {
+                c.fail(
+                    &add.path,
+                    quoted(name),
+                    "unrestricted capabilities",
+                    "NET_BIND_SERVICE",
+                );
+            }
+        } else if !BASELINE_CAPABILITIES.contains(&name) {
             c.fail(
-                &sc_path.field("allowPrivilegeEscalation"),
-                found,
-                "allowPrivilegeEscalation != false",
-                "false",
+                &add.path,
+                quoted(name),
+                "non-default capabilities",
+                &BASELINE_CAPABILITIES.join(", "),
             );
         }
     }
-    if restricted && !userns && !pod_non_root {
-        let own = match &ctx {
+    Ok(())
+}
+
+/// Privilege escalation (restricted, except on Windows): `allowPrivilegeEscalation: false`.
+fn check_privilege_escalation(
+    c: &mut Checker<'_, '_>,
+    ctx: Option<&At<'_>>,
+    sc_path: &FieldPath,
+) -> Result<(), PolicyError> {
+    if !c.restricted || c.windows {
+        return Ok(());
+    }
+    let ape = match ctx {
+        Some(ctx) => ctx.get("allowPrivilegeEscalation")?,
+        None => None,
+    };
+    if ape.as_ref().map(|a| a.value) != Some(&Value::Bool(false)) {
+        let found = ape.as_ref().map_or("nil".to_owned(), |a| render(a.value));
+        c.fail(
+            &sc_path.field("allowPrivilegeEscalation"),
+            found,
+            "allowPrivilegeEscalation != false",
+            "false",
+        );
+    }
+    Ok(())
+}
+
+/// Running as non-root (restricted, outside a user namespace): `runAsNonRoot: true` here or
+/// on the Pod, never an explicit `false`.
+fn check_run_as_non_root(
+    c: &mut Checker<'_, '_>,
+    ctx: Option<&At<'_>>,
+    sc_path: &FieldPath,
+) -> Result<(), PolicyError> {
+    if !c.restricted || c.userns {
+        return Ok(());
+    }
+    if !c.pod_non_root {
+        let own = match ctx {
             Some(ctx) => ctx.get_bool("runAsNonRoot")?,
             None => None,
         };
@@ -478,9 +589,7 @@ fn check_container(
                 "true (here or on the Pod)",
             );
         }
-    } else if restricted
-        && !userns
-        && let Some(ctx) = &ctx
+    } else if let Some(ctx) = ctx
         && ctx.get_bool("runAsNonRoot")? == Some(false)
     {
         c.fail(
@@ -490,24 +599,38 @@ fn check_container(
             "true or unset",
         );
     }
-    if restricted && !windows && !pod_seccomp_ok {
-        let own = match &ctx {
-            Some(ctx) => ctx.get_object("seccompProfile")?,
-            None => None,
-        };
-        // A profile that is set, with a wrong or missing type, is reported by the common
-        // check; only a missing profile is reported here.
-        if own.is_none() {
-            c.fail(
-                &sc_path.field("seccompProfile"),
-                "nil".into(),
-                "seccompProfile",
-                "type RuntimeDefault or Localhost here or on the Pod",
-            );
-        }
+    Ok(())
+}
+
+/// Seccomp (restricted, except on Windows): a profile here or on the Pod. A profile that is
+/// set, with a wrong or missing type, is reported by the common check; only a missing
+/// profile is reported here.
+fn check_seccomp_set(
+    c: &mut Checker<'_, '_>,
+    ctx: Option<&At<'_>>,
+    sc_path: &FieldPath,
+) -> Result<(), PolicyError> {
+    if !c.restricted || c.windows || c.pod_seccomp_ok {
+        return Ok(());
     }
-    // host ports
-    for port in node.get_list("ports")? {
+    let own = match ctx {
+        Some(ctx) => ctx.get_object("seccompProfile")?,
+        None => None,
+    };
+    if own.is_none() {
+        c.fail(
+            &sc_path.field("seccompProfile"),
+            "nil".into(),
+            "seccompProfile",
+            "type RuntimeDefault or Localhost here or on the Pod",
+        );
+    }
+    Ok(())
+}
+
+/// Host ports (baseline): `hostPort` 0 or unset.
+fn check_host_ports(c: &mut Checker<'_, '_>, container: &Container<'_>) -> Result<(), PolicyError> {
+    for port in container.node.get_list("ports")? {
         if let Some(hp) = port.get_i64("hostPort")?
             && hp != 0
         {
@@ -519,7 +642,16 @@ fn check_container(
             );
         }
     }
-    // probe and lifecycle hosts
+    Ok(())
+}
+
+/// Probe and lifecycle hosts (baseline): `httpGet.host` and `tcpSocket.host` unset in every
+/// probe and lifecycle hook.
+fn check_probe_hosts(
+    c: &mut Checker<'_, '_>,
+    container: &Container<'_>,
+) -> Result<(), PolicyError> {
+    let node = &container.node;
     let mut handlers = Vec::new();
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
         if let Some(p) = node.get_object(probe)? {

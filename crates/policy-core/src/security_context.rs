@@ -265,29 +265,6 @@ pub fn volume_sources<'a>(volume: &At<'a>) -> Result<Vec<&'a str>, PolicyError> 
 /// object is rejected (400, naming the field) whatever subset of fields a rule happens to
 /// read.
 pub fn check_shape(pod: &PodView<'_>) -> Result<(), PolicyError> {
-    fn profile(ctx: &At<'_>, name: &str) -> Result<(), PolicyError> {
-        if let Some(p) = ctx.get_object(name)? {
-            p.get_str("type")?;
-            p.get_str("localhostProfile")?;
-        }
-        Ok(())
-    }
-    fn common(ctx: &At<'_>) -> Result<(), PolicyError> {
-        ctx.get_i64("runAsUser")?;
-        ctx.get_i64("runAsGroup")?;
-        ctx.get_bool("runAsNonRoot")?;
-        if let Some(se) = ctx.get_object("seLinuxOptions")? {
-            for f in ["user", "role", "type", "level"] {
-                se.get_str(f)?;
-            }
-        }
-        profile(ctx, "seccompProfile")?;
-        profile(ctx, "appArmorProfile")?;
-        if let Some(w) = ctx.get_object("windowsOptions")? {
-            w.get_bool("hostProcess")?;
-        }
-        Ok(())
-    }
     let spec = &pod.spec;
     for flag in ["hostNetwork", "hostPID", "hostIPC", "hostUsers"] {
         spec.get_bool(flag)?;
@@ -298,45 +275,85 @@ pub fn check_shape(pod: &PodView<'_>) -> Result<(), PolicyError> {
         meta.get_string_map("annotations")?;
     }
     if let Some(ctx) = pod_context(spec)? {
-        common(&ctx)?;
-        ctx.get_i64("fsGroup")?;
-        for g in ctx.get_list("supplementalGroups")? {
-            if !g.value.is_i64() {
-                return Err(PolicyError::malformed(&g.path, "expected an integer"));
-            }
-        }
-        for s in ctx.get_list("sysctls")? {
-            s.get_str("name")?;
-        }
+        check_pod_context_shape(&ctx)?;
     }
     for v in spec.get_list("volumes")? {
         v.get_str("name")?;
         volume_sources(&v)?;
     }
     for c in pod.containers()? {
-        c.node.get_str("name")?;
-        for port in c.node.get_list("ports")? {
-            port.get_i64("hostPort")?;
+        check_container_shape(&c)?;
+    }
+    Ok(())
+}
+
+/// The Pod security context: the common fields, `fsGroup`, `supplementalGroups`, sysctls.
+fn check_pod_context_shape(ctx: &At<'_>) -> Result<(), PolicyError> {
+    check_context_shape(ctx)?;
+    ctx.get_i64("fsGroup")?;
+    for g in ctx.get_list("supplementalGroups")? {
+        if !g.value.is_i64() {
+            return Err(PolicyError::malformed(&g.path, "expected an integer"));
         }
-        for m in c.node.get_list("volumeMounts")? {
-            m.get_str("name")?;
-            m.get_bool("readOnly")?;
+    }
+    for s in ctx.get_list("sysctls")? {
+        s.get_str("name")?;
+    }
+    Ok(())
+}
+
+/// One container: name, host ports, volume mounts and its security context.
+fn check_container_shape(c: &Container<'_>) -> Result<(), PolicyError> {
+    c.node.get_str("name")?;
+    for port in c.node.get_list("ports")? {
+        port.get_i64("hostPort")?;
+    }
+    for m in c.node.get_list("volumeMounts")? {
+        m.get_str("name")?;
+        m.get_bool("readOnly")?;
+    }
+    if let Some(ctx) = container_context(c)? {
+        check_context_shape(&ctx)?;
+        for f in [
+            "privileged",
+            "allowPrivilegeEscalation",
+            "readOnlyRootFilesystem",
+        ] {
+            ctx.get_bool(f)?;
         }
-        if let Some(ctx) = container_context(&c)? {
-            common(&ctx)?;
-            for f in [
-                "privileged",
-                "allowPrivilegeEscalation",
-                "readOnlyRootFilesystem",
-            ] {
-                ctx.get_bool(f)?;
-            }
-            ctx.get_str("procMount")?;
-            if let Some(caps) = ctx.get_object("capabilities")? {
-                caps.get_str_list("add")?;
-                caps.get_str_list("drop")?;
-            }
+        ctx.get_str("procMount")?;
+        if let Some(caps) = ctx.get_object("capabilities")? {
+            caps.get_str_list("add")?;
+            caps.get_str_list("drop")?;
         }
+    }
+    Ok(())
+}
+
+/// The fields common to Pod and container security contexts: ids, SELinux, seccomp and
+/// AppArmor profiles, Windows host process.
+fn check_context_shape(ctx: &At<'_>) -> Result<(), PolicyError> {
+    ctx.get_i64("runAsUser")?;
+    ctx.get_i64("runAsGroup")?;
+    ctx.get_bool("runAsNonRoot")?;
+    if let Some(se) = ctx.get_object("seLinuxOptions")? {
+        for f in ["user", "role", "type", "level"] {
+            se.get_str(f)?;
+        }
+    }
+    check_profile_shape(ctx, "seccompProfile")?;
+    check_profile_shape(ctx, "appArmorProfile")?;
+    if let Some(w) = ctx.get_object("windowsOptions")? {
+        w.get_bool("hostProcess")?;
+    }
+    Ok(())
+}
+
+/// A seccomp or AppArmor profile object (`name`): `type` and `localhostProfile` strings.
+fn check_profile_shape(ctx: &At<'_>, name: &str) -> Result<(), PolicyError> {
+    if let Some(p) = ctx.get_object(name)? {
+        p.get_str("type")?;
+        p.get_str("localhostProfile")?;
     }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! pod-security-policy: a PodSecurityPolicy replacement (SPEC 3.14). Named profiles carry a
+//! pod-security-policy: a PodSecurityPolicy replacement (README rules 1-6). Named profiles carry a
 //! PSP spec (or a Pod Security Standards preset) and the subjects that may use them; a Pod
 //! is admitted by the first usable profile (by name) that admits it unchanged, else by the
 //! first that admits it with its defaults applied. Id ranges can come from a Namespace
@@ -49,9 +49,10 @@ impl Policy for PodSecurityPolicy {
             }
         }
         // A workload template written by a trusted controller for its controlling owner
-        // (a Deployment's ReplicaSet, a CronJob's Job) was judged with its owner (SPEC 2.6).
+        // (a Deployment's ReplicaSet, a CronJob's Job) was judged with its owner
+        // (docs/semantics.md#principals, trusted controllers).
         // Pods are always judged: controller-created Pods match by service account and
-        // namespace (SPEC 3.14 rule 5).
+        // namespace (README rule 5).
         if kind.is_template()
             && settings.trusted_controllers.matches(&request.user_info)
             && has_controller_owner(object.value)

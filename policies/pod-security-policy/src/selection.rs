@@ -1,4 +1,4 @@
-//! PSP selection (SPEC 3.14): which profiles the request may use, the Namespace read for
+//! PSP selection (README rules 1-4): which profiles the request may use, the Namespace read for
 //! `fromNamespaceAnnotation` ranges, and the choice among usable profiles — the first (by
 //! name) admitting the Pod unchanged wins, else the first admitting it with defaults applied.
 
@@ -53,6 +53,8 @@ pub enum Mutation {
     Forbidden,
 }
 
+/// Reads the request's Namespace for `fromNamespaceAnnotation` ranges; a failed read is an
+/// error, or, with `onLookupError: accept`, a warning and skipped ranges.
 fn read_namespace(
     namespace: &str,
     settings: &Settings,
@@ -87,6 +89,7 @@ fn read_namespace(
     }
 }
 
+/// Appends `violations`, each suffixed with the profile's name (README rule 4).
 fn suffixed(profile: &Profile, violations: Vec<Violation>, out: &mut Vec<Violation>) {
     out.extend(violations.into_iter().map(|v| Violation {
         path: v.path,
@@ -111,25 +114,10 @@ pub fn select(
     policy_core::security_context::check_shape(&view)?;
     // Profiles are chosen by namespace and by the Pod's service account `<ns>:<name>`.
     let namespace = request.namespace()?;
-    let service_account = match view.spec.get_str("serviceAccountName")? {
-        Some(s) if !s.is_empty() => s,
-        _ => match view.spec.get_str("serviceAccount")? {
-            Some(s) if !s.is_empty() => s,
-            _ => "default",
-        },
-    };
+    let service_account = pod_service_account(&view)?;
     let user = &request.user_info;
     let trusted = settings.trusted_controllers.matches(user);
-    let mut usable: Vec<&Profile> = settings
-        .profiles
-        .iter()
-        .filter(|p| {
-            p.subjects
-                .matches(user, trusted, namespace, service_account)
-        })
-        .collect();
-    // Tried by name (bytes), as PodSecurityPolicy did; only the usable ones are sorted.
-    usable.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    let usable = usable_profiles(settings, user, trusted, namespace, service_account);
     if usable.is_empty() {
         verdict.violation(
             &FieldPath::empty(),
@@ -149,76 +137,77 @@ pub fn select(
     } else {
         NamespaceIds::NotRead
     };
+    let judged = Judged {
+        request,
+        view: &view,
+        kind,
+        ns_ids: &ns_ids,
+        mutation,
+    };
+    choose(usable, &judged, verdict)
+}
 
+/// The Pod's own service account: `serviceAccountName`, else `serviceAccount`, else
+/// `default`.
+fn pod_service_account<'v>(view: &PodView<'v>) -> Result<&'v str, PolicyError> {
+    Ok(match view.spec.get_str("serviceAccountName")? {
+        Some(s) if !s.is_empty() => s,
+        _ => match view.spec.get_str("serviceAccount")? {
+            Some(s) if !s.is_empty() => s,
+            _ => "default",
+        },
+    })
+}
+
+/// The profiles whose subjects match (README rule 1), in name byte order (README rule 2).
+fn usable_profiles<'s>(
+    settings: &'s Settings,
+    user: &UserInfo,
+    trusted: bool,
+    namespace: &str,
+    service_account: &str,
+) -> Vec<&'s Profile> {
+    let mut usable: Vec<&Profile> = settings
+        .profiles
+        .iter()
+        .filter(|p| {
+            p.subjects
+                .matches(user, trusted, namespace, service_account)
+        })
+        .collect();
+    // Tried by name (bytes), as PodSecurityPolicy did; only the usable ones are sorted.
+    usable.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    usable
+}
+
+/// Tries the usable profiles in order (README rules 2-4): the first admitting the object
+/// unchanged wins, else the first admitting it with its defaults; otherwise every
+/// profile's violations.
+fn choose(
+    usable: Vec<&Profile>,
+    judged: &Judged<'_>,
+    mut verdict: Verdict,
+) -> Result<Verdict, PolicyError> {
     let mut violations = Vec::new();
     let mut first_mutating: Option<(&Profile, Value)> = None;
     for profile in usable {
-        let spec = match &profile.body {
-            Body::Preset(level) => {
-                let found = pss::check(*level, &view)?;
-                if found.is_empty() {
-                    verdict.annotate(PROFILE_ANNOTATION, profile.name.clone());
-                    return Ok(verdict);
+        match judged.judge(profile)? {
+            Judgement::Admits => {
+                verdict.annotate(PROFILE_ANNOTATION, profile.name.clone());
+                return Ok(verdict);
+            }
+            Judgement::AdmitsDefaulted(defaulted) => {
+                if first_mutating.is_none() {
+                    first_mutating = Some((profile, defaulted));
                 }
-                suffixed(profile, found, &mut violations);
-                continue;
             }
-            Body::Spec(spec) => spec,
-        };
-        let resolved = match Resolved::resolve(spec, &ns_ids) {
-            Ok(r) => r,
-            Err(reason) => {
-                suffixed(
-                    profile,
-                    vec![Violation {
-                        path: FieldPath::empty(),
-                        problem: reason,
-                    }],
-                    &mut violations,
-                );
-                continue;
-            }
-        };
-        // The defaults are planned on the request's object; it is copied only when this
-        // profile would change it.
-        let planned = defaults::defaults(&resolved, &request.object, kind)?;
-        let changed = !planned.is_empty();
-        if mutation == Mutation::Forbidden || !changed {
-            let found = validate::check(&resolved, &view)?;
-            match (found.is_empty(), changed) {
-                (true, false) => {
-                    verdict.annotate(PROFILE_ANNOTATION, profile.name.clone());
-                    return Ok(verdict);
-                }
-                (true, true) => suffixed(
-                    profile,
-                    vec![Violation {
-                        path: FieldPath::empty(),
-                        problem: "admits this Pod only with its defaults applied, which cannot be done here (UPDATE, ephemeral containers or warn mode)".into(),
-                    }],
-                    &mut violations,
-                ),
-                (false, _) => suffixed(profile, found, &mut violations),
-            }
-            continue;
-        }
-        let mut defaulted = request.object.clone();
-        planned.write(&mut defaulted)?;
-        let Some(defaulted_view) = PodView::read(&defaulted, kind)? else {
-            continue;
-        };
-        let found = validate::check(&resolved, &defaulted_view)?;
-        if found.is_empty() {
-            if first_mutating.is_none() {
-                first_mutating = Some((profile, defaulted));
-            }
-        } else {
-            suffixed(profile, found, &mut violations);
+            Judgement::Refuses(found) => suffixed(profile, found, &mut violations),
+            Judgement::Skipped => {}
         }
     }
     if let Some((profile, defaulted)) = first_mutating {
         verdict.annotate(PROFILE_ANNOTATION, profile.name.clone());
-        if mutation == Mutation::Apply {
+        if judged.mutation == Mutation::Apply {
             verdict.mutate(defaulted);
         }
         return Ok(verdict);
@@ -227,7 +216,82 @@ pub fn select(
     Ok(verdict)
 }
 
-/// Whether an UPDATE is significant (SPEC 3.14 rule 6, as Pod Security Admission): for
+/// What one profile says about the object.
+enum Judgement {
+    /// It admits the object unchanged.
+    Admits,
+    /// It admits the object with its defaults applied: the defaulted object.
+    AdmitsDefaulted(Value),
+    /// It refuses the object, for these reasons.
+    Refuses(Vec<Violation>),
+    /// The defaulted object has no pod spec left to judge.
+    Skipped,
+}
+
+/// The object being judged, with what every profile needs to judge it.
+struct Judged<'r> {
+    request: &'r AdmissionRequest,
+    view: &'r PodView<'r>,
+    kind: PodKind,
+    ns_ids: &'r NamespaceIds,
+    mutation: Mutation,
+}
+
+impl Judged<'_> {
+    /// What `profile` says about the object.
+    fn judge(&self, profile: &Profile) -> Result<Judgement, PolicyError> {
+        let spec = match &profile.body {
+            Body::Preset(level) => {
+                let found = pss::check(*level, self.view)?;
+                return Ok(if found.is_empty() {
+                    Judgement::Admits
+                } else {
+                    Judgement::Refuses(found)
+                });
+            }
+            Body::Spec(spec) => spec,
+        };
+        let resolved = match Resolved::resolve(spec, self.ns_ids) {
+            Ok(r) => r,
+            Err(reason) => return Ok(Judgement::Refuses(vec![unconditional(reason)])),
+        };
+        // The defaults are planned on the request's object; it is copied only when this
+        // profile would change it.
+        let planned = defaults::defaults(&resolved, &self.request.object, self.kind)?;
+        let changed = !planned.is_empty();
+        if self.mutation == Mutation::Forbidden || !changed {
+            let found = validate::check(&resolved, self.view)?;
+            return Ok(match (found.is_empty(), changed) {
+                (true, false) => Judgement::Admits,
+                (true, true) => Judgement::Refuses(vec![unconditional(
+                    "admits this Pod only with its defaults applied, which cannot be done here (UPDATE, ephemeral containers or warn mode)".into(),
+                )]),
+                (false, _) => Judgement::Refuses(found),
+            });
+        }
+        let mut defaulted = self.request.object.clone();
+        planned.write(&mut defaulted)?;
+        let Some(defaulted_view) = PodView::read(&defaulted, self.kind)? else {
+            return Ok(Judgement::Skipped);
+        };
+        let found = validate::check(&resolved, &defaulted_view)?;
+        Ok(if found.is_empty() {
+            Judgement::AdmitsDefaulted(defaulted)
+        } else {
+            Judgement::Refuses(found)
+        })
+    }
+}
+
+/// A violation about the whole object (empty path).
+fn unconditional(problem: String) -> Violation {
+    Violation {
+        path: FieldPath::empty(),
+        problem,
+    }
+}
+
+/// Whether an UPDATE is significant (README rule 6, as Pod Security Admission): for
 /// workloads the template changed; for Pods the number of containers or init containers
 /// changed, an image changed, or ephemeral containers were added or changed; for the
 /// `ephemeralcontainers` subresource, ephemeral containers were added or changed.

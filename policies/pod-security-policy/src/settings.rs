@@ -6,7 +6,9 @@ use policy_core::cluster::OnLookupError;
 use std::collections::HashSet;
 
 use policy_core::names::NameList;
-use policy_core::principal::{GlobSet, Principals, PrincipalsSettings, ServiceAccountPattern};
+use policy_core::principal::{
+    GlobSet, Principals, PrincipalsSettings as RawPrincipals, ServiceAccountPattern,
+};
 use policy_core::pss::Level;
 use policy_core::settings::{Raw, is_reread};
 use policy_core::{Mode, SettingsError};
@@ -19,11 +21,13 @@ use crate::spec::{PspSpec, RawSpec};
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
     mode: Option<Mode>,
+    // Each profile is validated as it is decoded (see `Profile`'s `Deserialize`).
     profiles: Option<Vec<Profile>>,
-    trusted_controllers: Option<PrincipalsSettings>,
+    trusted_controllers: Option<RawPrincipals>,
     on_lookup_error: Option<OnLookupError>,
 }
 
+/// One profile as written (validated into [`Profile`] while decoded).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawProfile {
@@ -35,6 +39,7 @@ struct RawProfile {
     preset: Option<Level>,
 }
 
+/// A profile's `subjects` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawSubjects {
@@ -61,8 +66,11 @@ pub struct Subjects {
     pub namespaces: GlobSet,
 }
 
-impl Subjects {
-    fn build(raw: RawSubjects) -> Result<Self, SettingsError> {
+/// Globs must not be empty; service-account patterns must parse.
+impl TryFrom<RawSubjects> for Subjects {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawSubjects) -> Result<Self, SettingsError> {
         let users = GlobSet::new(raw.users);
         let groups = GlobSet::new(raw.groups);
         let namespaces = GlobSet::new(raw.namespaces);
@@ -115,13 +123,15 @@ pub struct Profile {
     pub body: Body,
 }
 
-impl Profile {
-    /// Validates one profile; error paths are relative to it (`subjects.users[0]`).
-    fn build(p: RawProfile) -> Result<Self, SettingsError> {
+/// Validates one profile; error paths are relative to it (`subjects.users[0]`).
+impl TryFrom<RawProfile> for Profile {
+    type Error = SettingsError;
+
+    fn try_from(p: RawProfile) -> Result<Self, SettingsError> {
         if p.name.is_empty() {
             return Err(SettingsError::new("name", "must not be empty"));
         }
-        let subjects = Box::new(Subjects::build(p.subjects).map_err(|e| e.under("subjects"))?);
+        let subjects = Box::new(Subjects::try_from(p.subjects).map_err(|e| e.under("subjects"))?);
         let body = match (p.spec, p.preset) {
             (Some(_), Some(_)) => {
                 return Err(SettingsError::new(
@@ -136,7 +146,7 @@ impl Profile {
                 ));
             }
             (Some(spec), None) => Body::Spec(Box::new(
-                PspSpec::build(*spec).map_err(|e| e.under("spec"))?,
+                PspSpec::try_from(*spec).map_err(|e| e.under("spec"))?,
             )),
             (None, Some(level)) => Body::Preset(level),
         };
@@ -152,7 +162,7 @@ impl Profile {
 /// twice); errors name the profile (`profiles[2].spec.runAsUser`).
 impl<'de> Deserialize<'de> for Profile {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        policy_core::settings::converted(Profile::build(RawProfile::deserialize(deserializer)?))
+        policy_core::settings::converted(Profile::try_from(RawProfile::deserialize(deserializer)?))
     }
 }
 

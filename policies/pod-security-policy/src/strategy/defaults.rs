@@ -76,17 +76,11 @@ pub fn apply(r: &Resolved<'_>, object: &mut Value, kind: PodKind) -> Result<bool
     Ok(changed)
 }
 
+/// Every default the profile writes into the pod spec at `spec_ptr`: containers first (in
+/// document order), then the Pod-level fields.
 fn plan(r: &Resolved<'_>, view: &PodView<'_>, spec_ptr: &str) -> Result<Vec<Write>, PolicyError> {
-    let spec = r.spec;
     let mut out = Vec::new();
     let pod_sc = pod_context(&view.spec)?;
-    let pod_write = |key: &'static str, value: Value| Write {
-        pointer: spec_ptr.to_owned(),
-        path: &["securityContext"],
-        key,
-        value,
-    };
-
     for field in ["initContainers", "containers"] {
         for (i, c) in view.spec.get_list(field)?.into_iter().enumerate() {
             let pointer = format!("{spec_ptr}/{field}/{i}");
@@ -94,40 +88,111 @@ fn plan(r: &Resolved<'_>, view: &PodView<'_>, spec_ptr: &str) -> Result<Vec<Writ
             plan_container(r, sc.as_ref(), pod_sc.as_ref(), &pointer, &mut out)?;
         }
     }
+    let pod = PodWrites {
+        pointer: spec_ptr,
+        out: &mut out,
+    };
+    plan_pod(r, view, pod_sc.as_ref(), pod)?;
+    Ok(out)
+}
 
-    // fsGroup
+/// Where the Pod-level defaults are written.
+struct PodWrites<'p> {
+    /// The pod spec's JSON pointer.
+    pointer: &'p str,
+    /// The writes planned so far.
+    out: &'p mut Vec<Write>,
+}
+
+impl PodWrites<'_> {
+    /// Plans `securityContext.<key> = value` on the pod spec.
+    fn security_context(&mut self, key: &'static str, value: Value) {
+        self.out.push(Write {
+            pointer: self.pointer.to_owned(),
+            path: &["securityContext"],
+            key,
+            value,
+        });
+    }
+}
+
+/// The Pod-level defaults, in this order: `fsGroup`, `supplementalGroups`, seccomp,
+/// AppArmor, runtime class.
+fn plan_pod(
+    r: &Resolved<'_>,
+    view: &PodView<'_>,
+    pod_sc: Option<&At<'_>>,
+    mut pod: PodWrites<'_>,
+) -> Result<(), PolicyError> {
+    default_fs_group(r, pod_sc, &mut pod)?;
+    default_supplemental_groups(r, pod_sc, &mut pod)?;
+    default_seccomp_profile(r, view, &mut pod)?;
+    default_app_armor_profile(r, view, &mut pod)?;
+    default_runtime_class(r, view, &mut pod)
+}
+
+/// `fsGroup: MustRunAs`: an unset `fsGroup` becomes the first range's min.
+fn default_fs_group(
+    r: &Resolved<'_>,
+    pod_sc: Option<&At<'_>>,
+    pod: &mut PodWrites<'_>,
+) -> Result<(), PolicyError> {
     if r.fs_group.rule == IdRule::MustRunAs
         && pod_sc
-            .as_ref()
             .map(|s| s.get("fsGroup"))
             .transpose()?
             .flatten()
             .is_none()
         && let Some(min) = r.fs_group.ranges.first_min()
     {
-        out.push(pod_write("fsGroup", json!(min)));
+        pod.security_context("fsGroup", json!(min));
     }
-    // supplementalGroups
+    Ok(())
+}
+
+/// `supplementalGroups: MustRunAs`: absent or empty groups become `[first min]`.
+fn default_supplemental_groups(
+    r: &Resolved<'_>,
+    pod_sc: Option<&At<'_>>,
+    pod: &mut PodWrites<'_>,
+) -> Result<(), PolicyError> {
     if r.supplemental_groups.rule == IdRule::MustRunAs
         && let Some(min) = r.supplemental_groups.ranges.first_min()
     {
-        let empty = match &pod_sc {
+        let empty = match pod_sc {
             Some(s) => s.get_list("supplementalGroups")?.is_empty(),
             None => true,
         };
         if empty {
-            out.push(pod_write("supplementalGroups", json!([min])));
+            pod.security_context("supplementalGroups", json!([min]));
         }
     }
-    // seccomp
-    if let Some(default) = &spec.default_seccomp_profile
+    Ok(())
+}
+
+/// `defaultSeccompProfile`: written as the Pod profile when the Pod has none.
+fn default_seccomp_profile(
+    r: &Resolved<'_>,
+    view: &PodView<'_>,
+    pod: &mut PodWrites<'_>,
+) -> Result<(), PolicyError> {
+    if let Some(default) = &r.spec.default_seccomp_profile
         && pod_seccomp(view)?.is_none()
         && let Some(field) = profile_field_from_syntax(default)
     {
-        out.push(pod_write("seccompProfile", field));
+        pod.security_context("seccompProfile", field);
     }
-    // AppArmor: the Pod field is set when some container has no profile of its own.
-    if let Some(default) = &spec.default_app_armor_profile
+    Ok(())
+}
+
+/// `defaultAppArmorProfile`: the Pod field is set when the Pod has none and some
+/// (non-ephemeral) container has no profile of its own.
+fn default_app_armor_profile(
+    r: &Resolved<'_>,
+    view: &PodView<'_>,
+    pod: &mut PodWrites<'_>,
+) -> Result<(), PolicyError> {
+    if let Some(default) = &r.spec.default_app_armor_profile
         && pod_apparmor(view)?.is_none()
         && let Some(field) = profile_field_from_syntax(default)
     {
@@ -140,11 +205,19 @@ fn plan(r: &Resolved<'_>, view: &PodView<'_>, spec_ptr: &str) -> Result<Vec<Writ
             }
         }
         if some_without {
-            out.push(pod_write("appArmorProfile", field));
+            pod.security_context("appArmorProfile", field);
         }
     }
-    // runtime class
-    if let Some(rc) = &spec.runtime_class
+    Ok(())
+}
+
+/// `runtimeClass.defaultRuntimeClassName`: written when the Pod names no runtime class.
+fn default_runtime_class(
+    r: &Resolved<'_>,
+    view: &PodView<'_>,
+    pod: &mut PodWrites<'_>,
+) -> Result<(), PolicyError> {
+    if let Some(rc) = &r.spec.runtime_class
         && let Some(default) = &rc.default
         && view
             .spec
@@ -152,63 +225,129 @@ fn plan(r: &Resolved<'_>, view: &PodView<'_>, spec_ptr: &str) -> Result<Vec<Writ
             .unwrap_or("")
             .is_empty()
     {
-        out.push(Write {
-            pointer: spec_ptr.to_owned(),
+        pod.out.push(Write {
+            pointer: pod.pointer.to_owned(),
             path: &[],
             key: "runtimeClassName",
             value: json!(default),
         });
     }
-    Ok(out)
+    Ok(())
 }
 
-fn plan_container(
+/// One container's security context (own values `sc`, the Pod's `pod_sc`) and where its
+/// defaults are written.
+struct ContainerWrites<'c, 'p, 'a> {
+    sc: Option<&'c At<'a>>,
+    pod_sc: Option<&'p At<'a>>,
+    pointer: &'c str,
+    out: &'c mut Vec<Write>,
+}
+
+impl ContainerWrites<'_, '_, '_> {
+    /// Plans `securityContext.<key> = value` on the container.
+    fn security_context(&mut self, key: &'static str, value: Value) {
+        self.out.push(Write {
+            pointer: self.pointer.to_owned(),
+            path: &["securityContext"],
+            key,
+            value,
+        });
+    }
+
+    /// The container's own boolean `name`.
+    fn own_bool(&self, name: &str) -> Result<Option<bool>, PolicyError> {
+        match self.sc {
+            Some(sc) => sc.get_bool(name),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The container defaults, in this order: `runAsUser`, `runAsGroup`, `seLinuxOptions`,
+/// capabilities, `allowPrivilegeEscalation`, `readOnlyRootFilesystem`.
+fn plan_container<'a>(
     r: &Resolved<'_>,
-    sc: Option<&At<'_>>,
-    pod_sc: Option<&At<'_>>,
+    sc: Option<&At<'a>>,
+    pod_sc: Option<&At<'a>>,
     pointer: &str,
     out: &mut Vec<Write>,
 ) -> Result<(), PolicyError> {
-    let spec = r.spec;
-    let write = |key: &'static str, value: Value| Write {
-        pointer: pointer.to_owned(),
-        path: &["securityContext"],
-        key,
-        value,
+    let mut c = ContainerWrites {
+        sc,
+        pod_sc,
+        pointer,
+        out,
     };
-    // runAsUser
+    default_run_as_user(r, &mut c)?;
+    default_run_as_group(r, &mut c)?;
+    default_se_linux(r, &mut c)?;
+    default_capabilities(r, &mut c)?;
+    default_privilege_escalation(r, &mut c)?;
+    default_read_only_root_filesystem(r, &mut c)
+}
+
+/// `runAsUser`: `MustRunAs` sets the first range's min, `MustRunAsNonRoot` sets
+/// `runAsNonRoot: true`, when no effective value is set.
+fn default_run_as_user(
+    r: &Resolved<'_>,
+    c: &mut ContainerWrites<'_, '_, '_>,
+) -> Result<(), PolicyError> {
     match r.run_as_user.rule {
         IdRule::MustRunAs => {
-            if effective_i64(sc, pod_sc, "runAsUser")?.is_none()
+            if effective_i64(c.sc, c.pod_sc, "runAsUser")?.is_none()
                 && let Some(min) = r.run_as_user.ranges.first_min()
             {
-                out.push(write("runAsUser", json!(min)));
+                c.security_context("runAsUser", json!(min));
             }
         }
         IdRule::MustRunAsNonRoot => {
-            if effective_bool(sc, pod_sc, "runAsNonRoot")?.is_none()
-                && effective_i64(sc, pod_sc, "runAsUser")?.is_none()
+            if effective_bool(c.sc, c.pod_sc, "runAsNonRoot")?.is_none()
+                && effective_i64(c.sc, c.pod_sc, "runAsUser")?.is_none()
             {
-                out.push(write("runAsNonRoot", json!(true)));
+                c.security_context("runAsNonRoot", json!(true));
             }
         }
         IdRule::MayRunAs | IdRule::RunAsAny => {}
     }
-    // runAsGroup
+    Ok(())
+}
+
+/// `runAsGroup: MustRunAs`: an unset effective group becomes the first range's min.
+fn default_run_as_group(
+    r: &Resolved<'_>,
+    c: &mut ContainerWrites<'_, '_, '_>,
+) -> Result<(), PolicyError> {
     if r.run_as_group.rule == IdRule::MustRunAs
-        && effective_i64(sc, pod_sc, "runAsGroup")?.is_none()
+        && effective_i64(c.sc, c.pod_sc, "runAsGroup")?.is_none()
         && let Some(min) = r.run_as_group.ranges.first_min()
     {
-        out.push(write("runAsGroup", json!(min)));
+        c.security_context("runAsGroup", json!(min));
     }
-    // seLinux
-    if let SeLinux::MustRunAs(opts) = &spec.se_linux
-        && effective(sc, pod_sc, "seLinuxOptions")?.is_none()
+    Ok(())
+}
+
+/// `seLinux: MustRunAs`: unset effective options become the profile's.
+fn default_se_linux(
+    r: &Resolved<'_>,
+    c: &mut ContainerWrites<'_, '_, '_>,
+) -> Result<(), PolicyError> {
+    if let SeLinux::MustRunAs(opts) = &r.spec.se_linux
+        && effective(c.sc, c.pod_sc, "seLinuxOptions")?.is_none()
     {
-        out.push(write("seLinuxOptions", opts.to_json()));
+        c.security_context("seLinuxOptions", opts.to_json());
     }
-    // capabilities
-    let caps = match sc {
+    Ok(())
+}
+
+/// `defaultAddCapabilities` not dropped are added; missing `requiredDropCapabilities` are
+/// dropped.
+fn default_capabilities(
+    r: &Resolved<'_>,
+    c: &mut ContainerWrites<'_, '_, '_>,
+) -> Result<(), PolicyError> {
+    let spec = r.spec;
+    let caps = match c.sc {
         Some(sc) => sc.get_object("capabilities")?,
         None => None,
     };
@@ -226,12 +365,7 @@ fn plan_container(
         }
     }
     if new_add.len() != adds.len() {
-        out.push(Write {
-            pointer: pointer.to_owned(),
-            path: &["securityContext", "capabilities"],
-            key: "add",
-            value: json!(new_add),
-        });
+        c.out.push(capabilities_write(c.pointer, "add", new_add));
     }
     let mut present = dropped;
     let mut new_drop: Vec<String> = drops.iter().map(|s| (*s).to_owned()).collect();
@@ -241,35 +375,46 @@ fn plan_container(
         }
     }
     if new_drop.len() != drops.len() {
-        out.push(Write {
-            pointer: pointer.to_owned(),
-            path: &["securityContext", "capabilities"],
-            key: "drop",
-            value: json!(new_drop),
-        });
+        c.out.push(capabilities_write(c.pointer, "drop", new_drop));
     }
-    // allowPrivilegeEscalation
-    let own_ape = match sc {
-        Some(sc) => sc.get_bool("allowPrivilegeEscalation")?,
-        None => None,
-    };
-    if own_ape.is_none() {
+    Ok(())
+}
+
+/// Plans `securityContext.capabilities.<key> = list` on the container at `pointer`.
+fn capabilities_write(pointer: &str, key: &'static str, list: Vec<String>) -> Write {
+    Write {
+        pointer: pointer.to_owned(),
+        path: &["securityContext", "capabilities"],
+        key,
+        value: json!(list),
+    }
+}
+
+/// `allowPrivilegeEscalation` unset: `defaultAllowPrivilegeEscalation`, else `false` when
+/// escalation is not allowed.
+fn default_privilege_escalation(
+    r: &Resolved<'_>,
+    c: &mut ContainerWrites<'_, '_, '_>,
+) -> Result<(), PolicyError> {
+    let spec = r.spec;
+    if c.own_bool("allowPrivilegeEscalation")?.is_none() {
         let default = spec
             .default_allow_privilege_escalation
             .or((!spec.allow_privilege_escalation).then_some(false));
         if let Some(d) = default {
-            out.push(write("allowPrivilegeEscalation", json!(d)));
+            c.security_context("allowPrivilegeEscalation", json!(d));
         }
     }
-    // readOnlyRootFilesystem
-    if spec.read_only_root_filesystem {
-        let own = match sc {
-            Some(sc) => sc.get_bool("readOnlyRootFilesystem")?,
-            None => None,
-        };
-        if own.is_none() {
-            out.push(write("readOnlyRootFilesystem", json!(true)));
-        }
+    Ok(())
+}
+
+/// `readOnlyRootFilesystem` required: unset becomes `true`.
+fn default_read_only_root_filesystem(
+    r: &Resolved<'_>,
+    c: &mut ContainerWrites<'_, '_, '_>,
+) -> Result<(), PolicyError> {
+    if r.spec.read_only_root_filesystem && c.own_bool("readOnlyRootFilesystem")?.is_none() {
+        c.security_context("readOnlyRootFilesystem", json!(true));
     }
     Ok(())
 }
@@ -277,11 +422,11 @@ fn plan_container(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::PspSpec;
+    use crate::spec::{PspSpec, RawSpec};
     use crate::strategy::NamespaceIds;
 
     fn spec(raw: Value) -> PspSpec {
-        PspSpec::build(policy_core::settings::decode(&raw).unwrap()).unwrap()
+        PspSpec::try_from(policy_core::settings::decode::<RawSpec>(&raw).unwrap()).unwrap()
     }
 
     fn tool() -> PspSpec {

@@ -168,12 +168,13 @@ impl<'s> Resolved<'s> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::RawSpec;
     use serde_json::json;
 
     fn spec() -> PspSpec {
         let raw = json!({"runAsUser": {"rule": "MustRunAs", "ranges": [{"fromNamespaceAnnotation": "uid"}, {"min": 1, "max": 9}]},
             "seLinux": {"rule": "RunAsAny"}, "fsGroup": {"rule": "RunAsAny"}, "supplementalGroups": {"rule": "RunAsAny"}});
-        PspSpec::build(policy_core::settings::decode(&raw).unwrap()).unwrap()
+        PspSpec::try_from(policy_core::settings::decode::<RawSpec>(&raw).unwrap()).unwrap()
     }
 
     fn ns(value: &str) -> NamespaceIds {
