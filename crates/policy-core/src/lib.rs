@@ -22,6 +22,7 @@ pub mod pod;
 pub mod policy;
 pub mod principal;
 pub mod pss;
+pub mod pull_policy;
 pub mod quantity;
 pub mod ranges;
 pub mod request;

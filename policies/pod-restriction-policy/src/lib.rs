@@ -1,4 +1,4 @@
-//! pod-restriction-policy: the PodRestrictions design (SPEC 3.21) — restrictions mirroring
+//! pod-restriction-policy: the PodRestrictions design (README) — restrictions mirroring
 //! the Pod's structure, bound to namespaces with Accept and Drop modes, judged on Pods, on
 //! every built-in pod template and on registered custom resources.
 
@@ -115,9 +115,9 @@ fn resolve<'a>(cr: &settings::CustomResource, object: &'a Value) -> Vec<(FieldPa
     out
 }
 
-/// Whether a field the restrictions read changed (SPEC 2.9): for Pods the metadata name,
-/// labels, annotations or the spec (bookkeeping never re-triggers); for workloads the
-/// pod template.
+/// Whether a field the restrictions read changed (README rule 2,
+/// `docs/semantics.md#create-and-update`): for Pods the metadata name, labels, annotations
+/// or the spec (bookkeeping never re-triggers); for workloads the pod template.
 fn pod_fields_changed(old: &Value, new: &Value, kind: PodKind) -> bool {
     if kind.is_template() {
         return pod_spec_changed(old, new, kind);
