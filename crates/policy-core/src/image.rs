@@ -1,5 +1,6 @@
-//! Container image references (SPEC 2.14), parsed by hand after the distribution
-//! reference grammar and normalised the way Docker does.
+//! Container image references (`docs/semantics.md#parsers`), parsed by hand after the
+//! distribution reference grammar and normalised the way Docker does. The pull policy
+//! Kubernetes defaults from a reference is [`crate::pull_policy`]'s.
 //!
 //! * a digest (`@sha256:` + 64 lower-case hex; `sha384`/`sha512` with 96/128) is split off;
 //! * the tag follows the last `:` after the last `/` (`[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`);
@@ -11,8 +12,8 @@
 //!   upper case, empty components, spaces and anything else are refused.
 //!
 //! Unlike Docker, a first component with upper-case letters but no `.`/`:` is not taken as
-//! a registry host (SPEC: only `.`, `:` or `localhost` name a registry), so `Foo/bar` is
-//! refused instead of pulling from host `foo`.
+//! a registry host (`docs/semantics.md#parsers`: only `.`, `:` or `localhost` name a
+//! registry), so `Foo/bar` is refused instead of pulling from host `foo`.
 //!
 //! ```
 //! use policy_core::image::ImageRef;

@@ -23,6 +23,7 @@ pub mod policy;
 pub mod principal;
 #[cfg(feature = "pss")]
 pub mod pss;
+pub mod pull_policy;
 pub mod quantity;
 pub mod ranges;
 pub mod request;

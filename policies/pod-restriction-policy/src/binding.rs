@@ -1,6 +1,7 @@
-//! Where a restriction applies (SPEC 3.21 `binding`): its mode (`Accept`, alias `Allow`, or
-//! `Drop`) and the namespaces it is bound to — by name globs or by a selector over the
-//! Namespace's labels, read by cluster lookup only when the globs did not match.
+//! Where a restriction applies (README "Settings", `restrictions[].binding`): its mode
+//! (`Accept`, alias `Allow`, or `Drop`) and the namespaces it is bound to — by name globs or
+//! by a selector over the Namespace's labels, read by cluster lookup
+//! (`docs/semantics.md#lookups`) only when the globs did not match.
 
 use policy_core::cluster::{GetRequest, Lookups};
 use policy_core::principal::Glob;
@@ -22,7 +23,7 @@ pub struct RawBinding {
     pub namespace_selector: Option<LabelSelectorSettings>,
 }
 
-/// How a bound restriction combines with the others (SPEC 3.21 "Combination").
+/// How a bound restriction combines with the others (README "Combination").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BindingMode {
     /// Satisfying it admits the Pod whatever the Drop restrictions say.
@@ -51,49 +52,14 @@ pub struct Binding {
     selector: Option<LabelSelector>,
 }
 
-impl Binding {
-    /// Validates a binding; absent = Drop in every namespace. Refused: an unknown mode, an
-    /// empty `namespaces` list or glob, an empty or invalid selector.
-    pub fn build(raw: Option<RawBinding>) -> Result<Binding, SettingsError> {
-        let Some(raw) = raw else {
-            return Ok(Binding::default());
-        };
-        let mode = match raw.mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None | Some("drop") => BindingMode::Drop,
-            Some("accept") | Some("allow") => BindingMode::Accept,
-            Some(_) => {
-                return Err(SettingsError::new(
-                    "mode",
-                    format!(
-                        "{:?} is not one of Accept, Allow (alias of Accept), Drop",
-                        raw.mode.unwrap_or_default()
-                    ),
-                ));
-            }
-        };
-        let namespaces = match raw.namespaces {
-            None => Vec::new(),
-            Some(list) if list.is_empty() => {
-                return Err(SettingsError::new(
-                    "namespaces",
-                    "must not be empty; omit it (and namespaceSelector) to bind every namespace",
-                ));
-            }
-            Some(list) => list
-                .iter()
-                .enumerate()
-                .map(|(i, g)| {
-                    if g.is_empty() {
-                        Err(SettingsError::new(
-                            format!("namespaces[{i}]"),
-                            "must not be empty",
-                        ))
-                    } else {
-                        Ok(Glob::new(g))
-                    }
-                })
-                .collect::<Result<_, _>>()?,
-        };
+impl TryFrom<RawBinding> for Binding {
+    type Error = SettingsError;
+
+    /// Validates a binding. Refused: an unknown mode, an empty `namespaces` list or glob,
+    /// an empty or invalid selector.
+    fn try_from(raw: RawBinding) -> Result<Binding, SettingsError> {
+        let mode = binding_mode(raw.mode)?;
+        let namespaces = namespace_globs(raw.namespaces)?;
         let selector = raw
             .namespace_selector
             .as_ref()
@@ -106,7 +72,50 @@ impl Binding {
             selector,
         })
     }
+}
 
+/// `mode`: `Accept`, `Allow` (alias of Accept) or `Drop`, in any case (README rule 13);
+/// absent = `Drop`.
+fn binding_mode(raw: Option<String>) -> Result<BindingMode, SettingsError> {
+    match raw.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("drop") => Ok(BindingMode::Drop),
+        Some("accept") | Some("allow") => Ok(BindingMode::Accept),
+        Some(_) => Err(SettingsError::new(
+            "mode",
+            format!(
+                "{:?} is not one of Accept, Allow (alias of Accept), Drop",
+                raw.unwrap_or_default()
+            ),
+        )),
+    }
+}
+
+/// `namespaces`: absent, or a non-empty list of non-empty name globs.
+fn namespace_globs(raw: Option<Vec<String>>) -> Result<Vec<Glob>, SettingsError> {
+    match raw {
+        None => Ok(Vec::new()),
+        Some(list) if list.is_empty() => Err(SettingsError::new(
+            "namespaces",
+            "must not be empty; omit it (and namespaceSelector) to bind every namespace",
+        )),
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                if g.is_empty() {
+                    Err(SettingsError::new(
+                        format!("namespaces[{i}]"),
+                        "must not be empty",
+                    ))
+                } else {
+                    Ok(Glob::new(g))
+                }
+            })
+            .collect(),
+    }
+}
+
+impl Binding {
     /// Whether the binding needs a Namespace lookup at all.
     pub fn uses_selector(&self) -> bool {
         self.selector.is_some()
@@ -147,7 +156,7 @@ mod tests {
     use serde_json::json;
 
     fn binding(v: Value) -> Result<Binding, SettingsError> {
-        Binding::build(Some(serde_json::from_value(v).unwrap()))
+        Binding::try_from(serde_json::from_value::<RawBinding>(v).unwrap())
     }
 
     #[rstest]

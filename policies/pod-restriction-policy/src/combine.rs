@@ -1,4 +1,4 @@
-//! The combination rule of SPEC 3.21, within one binding's settings:
+//! The combination rule (README "Combination"), within one binding's settings:
 //!
 //! 1. any bound `Accept` restriction satisfied → accept;
 //! 2. else every bound `Drop` restriction satisfied (or none bound) → accept;

@@ -1,4 +1,4 @@
-//! pod-restriction-policy: the PodRestrictions design (SPEC 3.21) — restrictions mirroring
+//! pod-restriction-policy: the PodRestrictions design (README) — restrictions mirroring
 //! the Pod's structure, bound to namespaces with Accept and Drop modes, judged on Pods, on
 //! every built-in pod template and on registered custom resources.
 
@@ -39,50 +39,60 @@ impl Policy for PodRestrictionPolicy {
         settings: &Settings,
         lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
-        let kind = PodKind::of_request(request);
-        let custom = match kind {
-            Some(_) => None,
-            None => Some(
-                settings
+        let templates = match PodKind::of_request(request) {
+            Some(kind) => pod_template(request, kind)?,
+            None => {
+                let cr = settings
                     .custom_resource(request)
-                    .ok_or_else(|| unsupported_kind(Self::NAME, request))?,
-            ),
-        };
-        let object = request.object()?;
-        let update = request.operation == Operation::Update;
-        let templates = match (kind, custom) {
-            (Some(kind), _) => {
-                if update && !pod_fields_changed(request.old_object()?.value, object.value, kind) {
-                    return Ok(Verdict::accept());
-                }
-                match PodView::read(object.value, kind)? {
-                    None => return Ok(Verdict::accept()),
-                    Some(view) => vec![template_of(&view)],
-                }
+                    .ok_or_else(|| unsupported_kind(Self::NAME, request))?;
+                custom_resource_templates(request, cr)?
             }
-            (None, Some(cr)) => {
-                let resolved = resolve(cr, object.value);
-                if update {
-                    let old = request.old_object()?;
-                    let before: Vec<&Value> =
-                        resolve(cr, old.value).into_iter().map(|(_, v)| v).collect();
-                    let after: Vec<&Value> = resolved.iter().map(|(_, v)| *v).collect();
-                    if before == after {
-                        return Ok(Verdict::accept());
-                    }
-                }
-                resolved
-                    .into_iter()
-                    .map(|(path, value)| Template::read(value, path))
-                    .collect::<Result<Vec<_>, _>>()?
-            }
-            (None, None) => return Err(unsupported_kind(Self::NAME, request)),
         };
         if templates.is_empty() {
             return Ok(Verdict::accept());
         }
         combine::judge(settings, &templates, request.object_namespace(), lookups)
     }
+}
+
+/// The template of a Pod or built-in workload (README rule 1); none when an UPDATE changed
+/// no field the restrictions read (README rule 2) or the object holds no pod spec.
+fn pod_template(
+    request: &AdmissionRequest,
+    kind: PodKind,
+) -> Result<Vec<Template<'_>>, PolicyError> {
+    let object = request.object()?;
+    if request.operation == Operation::Update
+        && !pod_fields_changed(request.old_object()?.value, object.value, kind)
+    {
+        return Ok(Vec::new());
+    }
+    Ok(PodView::read(object.value, kind)?
+        .map(|view| template_of(&view))
+        .into_iter()
+        .collect())
+}
+
+/// Every pod template of a registered custom resource (README "Custom resources"); none
+/// when an UPDATE left every resolved template as it was (README rule 2).
+fn custom_resource_templates<'r>(
+    request: &'r AdmissionRequest,
+    cr: &settings::CustomResource,
+) -> Result<Vec<Template<'r>>, PolicyError> {
+    let object = request.object()?;
+    let resolved = resolve(cr, object.value);
+    if request.operation == Operation::Update {
+        let old = request.old_object()?;
+        let before: Vec<&Value> = resolve(cr, old.value).into_iter().map(|(_, v)| v).collect();
+        let after: Vec<&Value> = resolved.iter().map(|(_, v)| *v).collect();
+        if before == after {
+            return Ok(Vec::new());
+        }
+    }
+    resolved
+        .into_iter()
+        .map(|(path, value)| Template::read(value, path))
+        .collect()
 }
 
 /// The template (or Pod metadata and spec) of a pod-bearing object.
@@ -115,9 +125,9 @@ fn resolve<'a>(cr: &settings::CustomResource, object: &'a Value) -> Vec<(FieldPa
     out
 }
 
-/// Whether a field the restrictions read changed (SPEC 2.9): for Pods the metadata name,
-/// labels, annotations or the spec (bookkeeping never re-triggers); for workloads the
-/// pod template.
+/// Whether a field the restrictions read changed (README rule 2,
+/// `docs/semantics.md#create-and-update`): for Pods the metadata name, labels, annotations
+/// or the spec (bookkeeping never re-triggers); for workloads the pod template.
 fn pod_fields_changed(old: &Value, new: &Value, kind: PodKind) -> bool {
     if kind.is_template() {
         return pod_spec_changed(old, new, kind);

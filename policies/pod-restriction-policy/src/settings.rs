@@ -1,5 +1,6 @@
-//! Settings of pod-restriction-policy (SPEC 3.21): `mode`, `restrictions[]`,
-//! `customResources[]`, `onLookupError`.
+//! Settings of pod-restriction-policy (README "Settings"; shared conventions in
+//! `docs/semantics.md#settings`): `mode`, `restrictions[]`, `customResources[]`,
+//! `onLookupError`.
 
 use std::collections::HashSet;
 
@@ -28,6 +29,7 @@ pub struct RawSettings {
     on_lookup_error: OnLookupError,
 }
 
+/// `restrictions[]` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawRestriction {
@@ -37,6 +39,7 @@ struct RawRestriction {
     spec: RawRestrictionSpec,
 }
 
+/// `customResources[]` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawCustomResource {
@@ -91,125 +94,163 @@ impl Settings {
 
     /// The registered custom resource a request is for, if any.
     pub fn custom_resource(&self, request: &AdmissionRequest) -> Option<&CustomResource> {
-        self.custom_resources.iter().find(|cr| {
-            cr.group == request.kind.group
-                && cr.version == request.kind.version
-                && cr.kind == request.kind.kind
-        })
+        let kind = &request.kind;
+        self.custom_resources
+            .iter()
+            .find(|cr| cr.is(&kind.group, &kind.version, &kind.kind))
+    }
+}
+
+impl CustomResource {
+    /// Whether this is the custom resource `group`/`version` `kind`.
+    pub fn is(&self, group: &str, version: &str, kind: &str) -> bool {
+        self.group == group && self.version == version && self.kind == kind
     }
 }
 
 impl TryFrom<RawSettings> for Settings {
     type Error = SettingsError;
 
+    /// Validates every restriction and custom resource; refusals name the settings path.
     fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
-        let Some(raw_restrictions) = raw.restrictions else {
-            return Err(SettingsError::new(
-                "restrictions",
-                "required: at least one restriction",
-            ));
-        };
-        if raw_restrictions.is_empty() {
-            return Err(SettingsError::new(
-                "restrictions",
-                "must contain at least one restriction",
-            ));
-        }
-        let mut restrictions: Vec<NamedRestriction> = Vec::with_capacity(raw_restrictions.len());
-        // Names seen so far (a duplicate cannot change a verdict: not checked on re-read).
-        let mut names: HashSet<String> = HashSet::new();
-        for (i, r) in raw_restrictions.into_iter().enumerate() {
-            let at = format!("restrictions[{i}]");
-            if r.name.is_empty() {
-                return Err(SettingsError::new(
-                    format!("{at}.name"),
-                    "must not be empty",
-                ));
-            }
-            if !is_reread() && !names.insert(r.name.clone()) {
-                return Err(SettingsError::new(
-                    format!("{at}.name"),
-                    format!("duplicate restriction name {:?}", r.name),
-                ));
-            }
-            let binding =
-                Binding::build(r.binding).map_err(|e| e.under(&format!("{at}.binding")))?;
-            let spec =
-                RestrictionSpec::build(r.spec).map_err(|e| e.under(&format!("{at}.spec")))?;
-            restrictions.push(NamedRestriction {
-                name: r.name,
-                binding,
-                spec,
-            });
-        }
-        let mut custom_resources: Vec<CustomResource> = Vec::new();
-        for (i, cr) in raw.custom_resources.into_iter().enumerate() {
-            let at = format!("customResources[{i}]");
-            let (group, version) = match cr.api_version.split_once('/') {
-                Some((g, v)) if !g.is_empty() && !v.is_empty() && !v.contains('/') => (g, v),
-                _ => {
-                    return Err(SettingsError::new(
-                        format!("{at}.apiVersion"),
-                        format!(
-                            "{:?} must be <group>/<version>: custom resources always have a group",
-                            cr.api_version
-                        ),
-                    ));
-                }
-            };
-            if cr.kind.is_empty() {
-                return Err(SettingsError::new(
-                    format!("{at}.kind"),
-                    "must not be empty",
-                ));
-            }
-            if PodKind::from_gvk(group, version, &cr.kind).is_some() {
-                return Err(SettingsError::new(
-                    format!("{at}.kind"),
-                    format!(
-                        "{} {} is a built-in pod-bearing kind, handled already",
-                        cr.api_version, cr.kind
-                    ),
-                ));
-            }
-            if custom_resources
-                .iter()
-                .any(|o| o.group == group && o.version == version && o.kind == cr.kind)
-            {
-                return Err(SettingsError::new(
-                    format!("{at}.kind"),
-                    format!("duplicate custom resource {} {}", cr.api_version, cr.kind),
-                ));
-            }
-            let texts = cr.pod_template_paths.into_vec();
-            if texts.is_empty() {
-                return Err(SettingsError::new(
-                    format!("{at}.podTemplatePaths"),
-                    "must contain at least one JSONPath",
-                ));
-            }
-            let paths = texts
-                .iter()
-                .enumerate()
-                .map(|(j, p)| {
-                    JsonPath::parse(p)
-                        .map_err(|e| SettingsError::new(format!("{at}.podTemplatePaths[{j}]"), e))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            custom_resources.push(CustomResource {
-                group: group.to_owned(),
-                version: version.to_owned(),
-                kind: cr.kind,
-                paths,
-            });
-        }
         Ok(Settings {
             mode: raw.mode,
-            restrictions,
-            custom_resources,
+            restrictions: restrictions(raw.restrictions)?,
+            custom_resources: custom_resources(raw.custom_resources)?,
             on_lookup_error: raw.on_lookup_error,
         })
     }
+}
+
+/// `restrictions`: required, non-empty, names unique (a duplicate cannot change a verdict:
+/// not checked again when policy-server re-reads validated settings).
+fn restrictions(raw: Option<Vec<RawRestriction>>) -> Result<Vec<NamedRestriction>, SettingsError> {
+    let Some(raw) = raw else {
+        return Err(SettingsError::new(
+            "restrictions",
+            "required: at least one restriction",
+        ));
+    };
+    if raw.is_empty() {
+        return Err(SettingsError::new(
+            "restrictions",
+            "must contain at least one restriction",
+        ));
+    }
+    let mut restrictions: Vec<NamedRestriction> = Vec::with_capacity(raw.len());
+    let mut names: HashSet<String> = HashSet::new();
+    for (i, r) in raw.into_iter().enumerate() {
+        let at = format!("restrictions[{i}]");
+        if !r.name.is_empty() && !is_reread() && !names.insert(r.name.clone()) {
+            return Err(SettingsError::new(
+                format!("{at}.name"),
+                format!("duplicate restriction name {:?}", r.name),
+            ));
+        }
+        restrictions.push(NamedRestriction::try_from(r).map_err(|e| e.under(&at))?);
+    }
+    Ok(restrictions)
+}
+
+impl TryFrom<RawRestriction> for NamedRestriction {
+    type Error = SettingsError;
+
+    /// Validates one restriction: a non-empty name, its binding (absent = Drop in every
+    /// namespace) and its field restrictions.
+    fn try_from(raw: RawRestriction) -> Result<Self, SettingsError> {
+        if raw.name.is_empty() {
+            return Err(SettingsError::new("name", "must not be empty"));
+        }
+        let binding = match raw.binding {
+            Some(b) => Binding::try_from(b).map_err(|e| e.under("binding"))?,
+            None => Binding::default(),
+        };
+        let spec = RestrictionSpec::try_from(raw.spec).map_err(|e| e.under("spec"))?;
+        Ok(NamedRestriction {
+            name: raw.name,
+            binding,
+            spec,
+        })
+    }
+}
+
+/// `customResources`: each valid, none registered twice.
+fn custom_resources(raw: Vec<RawCustomResource>) -> Result<Vec<CustomResource>, SettingsError> {
+    let mut custom_resources: Vec<CustomResource> = Vec::with_capacity(raw.len());
+    for (i, raw) in raw.into_iter().enumerate() {
+        let at = format!("customResources[{i}]");
+        // Only a valid apiVersion and kind can equal a registered one: checked first.
+        let registered = |o: &CustomResource| {
+            raw.api_version
+                .split_once('/')
+                .is_some_and(|(g, v)| o.is(g, v, &raw.kind))
+        };
+        if custom_resources.iter().any(registered) {
+            return Err(SettingsError::new(
+                format!("{at}.kind"),
+                format!("duplicate custom resource {} {}", raw.api_version, raw.kind),
+            ));
+        }
+        custom_resources.push(CustomResource::try_from(raw).map_err(|e| e.under(&at))?);
+    }
+    Ok(custom_resources)
+}
+
+impl TryFrom<RawCustomResource> for CustomResource {
+    type Error = SettingsError;
+
+    /// Validates one custom resource: a `<group>/<version>`, a kind that is not a built-in
+    /// pod-bearing kind, and at least one JSONPath of the supported subset.
+    fn try_from(raw: RawCustomResource) -> Result<Self, SettingsError> {
+        let (group, version) = match raw.api_version.split_once('/') {
+            Some((g, v)) if !g.is_empty() && !v.is_empty() && !v.contains('/') => (g, v),
+            _ => {
+                return Err(SettingsError::new(
+                    "apiVersion",
+                    format!(
+                        "{:?} must be <group>/<version>: custom resources always have a group",
+                        raw.api_version
+                    ),
+                ));
+            }
+        };
+        if raw.kind.is_empty() {
+            return Err(SettingsError::new("kind", "must not be empty"));
+        }
+        if PodKind::from_gvk(group, version, &raw.kind).is_some() {
+            return Err(SettingsError::new(
+                "kind",
+                format!(
+                    "{} {} is a built-in pod-bearing kind, handled already",
+                    raw.api_version, raw.kind
+                ),
+            ));
+        }
+        Ok(CustomResource {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: raw.kind,
+            paths: pod_template_paths(raw.pod_template_paths)?,
+        })
+    }
+}
+
+/// `podTemplatePaths`: at least one, each parsed (README "Custom resources").
+fn pod_template_paths(raw: OneOrMany) -> Result<Vec<JsonPath>, SettingsError> {
+    let texts = raw.into_vec();
+    if texts.is_empty() {
+        return Err(SettingsError::new(
+            "podTemplatePaths",
+            "must contain at least one JSONPath",
+        ));
+    }
+    texts
+        .iter()
+        .enumerate()
+        .map(|(j, p)| {
+            JsonPath::parse(p).map_err(|e| SettingsError::new(format!("podTemplatePaths[{j}]"), e))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -161,7 +161,8 @@ impl StringMapRestriction {
     /// Validates settings. Refused: `forbidEmpty` with `requireEmpty`; `requireEmpty` with
     /// any key or value field; a required key or a `values` key that is blacklisted or
     /// outside a non-empty whitelist; invalid `values["k"]` settings. An empty
-    /// `keyWhitelist: []` restricts nothing (SPEC 3.21: "key outside a non-empty whitelist").
+    /// `keyWhitelist: []` restricts nothing (pod-restriction README rule 6: only a key outside
+    /// a non-empty whitelist is a violation).
     pub fn build(raw: RawStringMap) -> Result<StringMapRestriction, SettingsError> {
         let emptiness = Emptiness::build(&RawCollection {
             forbid_empty: raw.forbid_empty,
@@ -173,7 +174,7 @@ impl StringMapRestriction {
             ("requiredKeys", raw.required_keys.is_some()),
             ("values", raw.values.is_some()),
         ])?;
-        // An empty key whitelist restricts nothing (SPEC 3.21: "outside a non-empty whitelist").
+        // An empty key whitelist restricts nothing (pod-restriction README rule 6).
         let key_whitelist = raw.key_whitelist.filter(|w| !w.is_empty());
         let key_blacklist = raw.key_blacklist.unwrap_or_default();
         let key_problem = |key: &str| -> Option<String> {

@@ -1,5 +1,6 @@
-//! PodRestriction primitives (SPEC 3.21 "Primitives"): restrictions on one JSON value each,
-//! built from settings and checked against the admitted object.
+//! PodRestriction primitives (`policies/pod-restriction-policy/README.md`, "Primitive
+//! types"): restrictions on one JSON value each, built from settings and checked against the
+//! admitted object.
 //!
 //! Every primitive comes in two forms:
 //!
