@@ -57,10 +57,11 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::callbacks::SharedCallbacks;
 use crate::cases::{CaseDefaults, RequestSpec, Scenario, resolve_scenario};
 use crate::error::{Error, Result, read_text};
-use crate::host::Host;
 use crate::host::serialize_validate_payload;
+use crate::host::{Evaluation, Host};
 
 /// Budget of one request carrying a grown (~1 MiB) object, fresh instance.
 pub const GROW_BUDGET: Duration = Duration::from_millis(50);
@@ -232,92 +233,109 @@ pub fn load_bench_file(path: &Path) -> Result<Vec<BenchScenario>> {
         serde_yaml::from_str(&read_text(path)?).map_err(|e| Error::parse(path.display(), e))?;
     let mut out = Vec::new();
     for e in entries {
-        let fields = CaseDefaults {
-            settings: e.settings,
-            request: Some(e.request),
-            override_: None,
-            replay: e.replay,
-            cluster: e.cluster,
-        };
-        let overrides: Vec<&Value> = e.override_.iter().collect();
-        let invalid =
-            |err: Error| Error::Invalid(format!("{}: bench `{}`: {err}", path.display(), e.name));
-        let scenario = resolve_scenario(path, &CaseDefaults::default(), &fields, &overrides)
-            .map_err(invalid)?;
-        let anchors = |entries: Option<usize>| -> Result<Vec<Anchor>> {
-            e.kubewarden
-                .iter()
-                .map(|a| {
-                    let mut settings = a
-                        .settings
-                        .clone()
-                        .unwrap_or_else(|| Value::Object(Map::new()));
-                    if let (Some(filler), Some(n)) = (&a.scale, entries) {
-                        fill_to(&mut settings, filler, n)?;
-                    }
-                    Ok(Anchor {
-                        module: a.module.clone(),
-                        settings,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()
-                .map_err(invalid)
-        };
-        match (&e.grow, &e.scale) {
-            (Some(_), Some(_)) => {
-                return Err(invalid(Error::Invalid(
-                    "`grow` and `scale` are mutually exclusive".into(),
-                )));
-            }
-            (Some(grow), None) => {
-                let mut scenario = scenario;
-                let request = scenario
-                    .request
-                    .as_mut()
-                    .ok_or_else(|| invalid(Error::Invalid("`grow` needs a request".into())))?;
-                let (bytes, items) = grow_request(request, grow).map_err(invalid)?;
-                out.push(BenchScenario {
-                    name: format!(
-                        "{} ({:.2} MiB, {} items)",
-                        e.name,
-                        bytes as f64 / f64::from(1u32 << 20),
-                        items
-                    ),
-                    scenario,
-                    kind: BenchKind::Grown { bytes, items },
-                    anchors: anchors(None)?,
-                });
-            }
-            (None, Some(scale)) => {
-                for &entries in &scale.entries {
-                    let mut scenario = scenario.clone();
-                    let filler = Filler {
-                        path: scale.path.clone(),
-                        item: scale.item.clone(),
-                        key: scale.key.clone(),
-                        value: scale.value.clone(),
-                    };
-                    fill_to(&mut scenario.settings, &filler, entries).map_err(invalid)?;
-                    out.push(BenchScenario {
-                        name: format!("{} ×{entries}", e.name),
-                        scenario,
-                        kind: BenchKind::Scaled {
-                            group: e.name.clone(),
-                            entries,
-                        },
-                        anchors: anchors(Some(entries))?,
-                    });
-                }
-            }
-            (None, None) => out.push(BenchScenario {
-                name: e.name.clone(),
-                scenario,
-                kind: BenchKind::Plain,
-                anchors: anchors(None)?,
-            }),
-        }
+        entry_scenarios(path, &e, &mut out).map_err(|err| {
+            Error::Invalid(format!("{}: bench `{}`: {err}", path.display(), e.name))
+        })?;
     }
     Ok(out)
+}
+
+/// The scenarios of one `bench.yaml` entry, appended to `out`.
+fn entry_scenarios(path: &Path, e: &BenchEntry, out: &mut Vec<BenchScenario>) -> Result<()> {
+    let fields = CaseDefaults {
+        settings: e.settings.clone(),
+        request: Some(e.request.clone()),
+        override_: None,
+        replay: e.replay.clone(),
+        cluster: e.cluster.clone(),
+    };
+    let overrides: Vec<&Value> = e.override_.iter().collect();
+    let scenario = resolve_scenario(path, &CaseDefaults::default(), &fields, &overrides)?;
+    match (&e.grow, &e.scale) {
+        (Some(_), Some(_)) => {
+            return Err(Error::Invalid(
+                "`grow` and `scale` are mutually exclusive".into(),
+            ));
+        }
+        (Some(grow), None) => out.push(grown_scenario(e, scenario, grow)?),
+        (None, Some(scale)) => {
+            for &entries in &scale.entries {
+                out.push(scaled_scenario(e, scenario.clone(), scale, entries)?);
+            }
+        }
+        (None, None) => out.push(BenchScenario {
+            name: e.name.clone(),
+            scenario,
+            kind: BenchKind::Plain,
+            anchors: anchors(e, None)?,
+        }),
+    }
+    Ok(())
+}
+
+/// The scenario of a `grow` entry: its request object grown to the size asked.
+fn grown_scenario(e: &BenchEntry, mut scenario: Scenario, grow: &Grow) -> Result<BenchScenario> {
+    let request = scenario
+        .request
+        .as_mut()
+        .ok_or_else(|| Error::Invalid("`grow` needs a request".into()))?;
+    let (bytes, items) = grow_request(request, grow)?;
+    Ok(BenchScenario {
+        name: format!(
+            "{} ({:.2} MiB, {} items)",
+            e.name,
+            bytes as f64 / f64::from(1u32 << 20),
+            items
+        ),
+        scenario,
+        kind: BenchKind::Grown { bytes, items },
+        anchors: anchors(e, None)?,
+    })
+}
+
+/// The scenario of a `scale` entry at `entries` settings entries.
+fn scaled_scenario(
+    e: &BenchEntry,
+    mut scenario: Scenario,
+    scale: &Scale,
+    entries: usize,
+) -> Result<BenchScenario> {
+    let filler = Filler {
+        path: scale.path.clone(),
+        item: scale.item.clone(),
+        key: scale.key.clone(),
+        value: scale.value.clone(),
+    };
+    fill_to(&mut scenario.settings, &filler, entries)?;
+    Ok(BenchScenario {
+        name: format!("{} ×{entries}", e.name),
+        scenario,
+        kind: BenchKind::Scaled {
+            group: e.name.clone(),
+            entries,
+        },
+        anchors: anchors(e, Some(entries))?,
+    })
+}
+
+/// The Kubewarden policies an entry is compared with, their settings scaled like ours.
+fn anchors(e: &BenchEntry, entries: Option<usize>) -> Result<Vec<Anchor>> {
+    e.kubewarden
+        .iter()
+        .map(|a| {
+            let mut settings = a
+                .settings
+                .clone()
+                .unwrap_or_else(|| Value::Object(Map::new()));
+            if let (Some(filler), Some(n)) = (&a.scale, entries) {
+                fill_to(&mut settings, filler, n)?;
+            }
+            Ok(Anchor {
+                module: a.module.clone(),
+                settings,
+            })
+        })
+        .collect()
 }
 
 /// One segment of a generator path.
@@ -700,22 +718,7 @@ pub fn bench_scenario(
         }
     };
 
-    // sanity run (also warms up caches)
-    let first = host
-        .instantiate()?
-        .validate_serialized(request, &payload, callbacks.clone())?;
-    if let Ok(cb) = callbacks.lock()
-        && let Some(p) = cb.problems().first()
-    {
-        return Err(Error::Invalid(format!("bench `{}`: {p}", bench.name)));
-    }
-    if first.response.code() == Some(500) {
-        return Err(Error::Invalid(format!(
-            "bench `{}`: the policy failed: {}",
-            bench.name,
-            first.response.message().unwrap_or_default()
-        )));
-    }
+    let first = sanity_run(host, bench, request, &payload, &callbacks)?;
 
     // The floor is timed in turn with the policy, so that both see the same machine.
     let floor_run = match bench.kind {
@@ -742,20 +745,7 @@ pub fn bench_scenario(
     }
     let floor = floor_run.map(|_| Stats::from_samples(floor_samples));
 
-    let instance = host.instantiate()?;
-    reset();
-    instance.validate_serialized(request, &payload, callbacks.clone())?;
-    let mut reused = Vec::with_capacity(options.reused_iterations);
-    let started = Instant::now();
-    for _ in 0..options.reused_iterations {
-        reset();
-        let t = Instant::now();
-        instance.validate_serialized(request, &payload, callbacks.clone())?;
-        reused.push(t.elapsed());
-        if started.elapsed() > options.budget {
-            break;
-        }
-    }
+    let reused = time_reused(host, request, &payload, &callbacks, options)?;
 
     Ok(BenchResult {
         name: bench.name.clone(),
@@ -764,6 +754,63 @@ pub fn bench_scenario(
         reused: Stats::from_samples(reused),
         floor,
     })
+}
+
+/// The first evaluation, untimed (it also warms up caches): a fixture problem or a failed
+/// policy is an error, not a number.
+fn sanity_run(
+    host: &Host,
+    bench: &BenchScenario,
+    request: &Value,
+    payload: &[u8],
+    callbacks: &SharedCallbacks,
+) -> Result<Evaluation> {
+    let first = host
+        .instantiate()?
+        .validate_serialized(request, payload, callbacks.clone())?;
+    if let Ok(cb) = callbacks.lock()
+        && let Some(p) = cb.problems().first()
+    {
+        return Err(Error::Invalid(format!("bench `{}`: {p}", bench.name)));
+    }
+    if first.response.code() == Some(500) {
+        return Err(Error::Invalid(format!(
+            "bench `{}`: the policy failed: {}",
+            bench.name,
+            first.response.message().unwrap_or_default()
+        )));
+    }
+    Ok(first)
+}
+
+/// The times of evaluations on one reused instance, as `kwctl bench` measures.
+fn time_reused(
+    host: &Host,
+    request: &Value,
+    payload: &[u8],
+    callbacks: &SharedCallbacks,
+    options: &BenchOptions,
+) -> Result<Vec<Duration>> {
+    let reset = || {
+        if let Ok(mut cb) = callbacks.lock() {
+            cb.reset();
+        }
+    };
+    let instance = host.instantiate()?;
+    reset();
+    instance.validate_serialized(request, payload, callbacks.clone())?;
+    let mut reused = Vec::with_capacity(options.reused_iterations);
+    let started = Instant::now();
+    for _ in 0..options.reused_iterations {
+        reset();
+        let t = Instant::now();
+        instance.validate_serialized(request, payload, callbacks.clone())?;
+        reused.push(t.elapsed());
+        if started.elapsed() > options.budget {
+            break;
+        }
+    }
+    Ok(reused)
 }
 
 /// The host floor of a scenario: its payload with the operation [`FLOOR_OPERATION`], which

@@ -27,9 +27,9 @@ use serde_json::{Value, json};
 
 use crate::callbacks::{Recorder, shared};
 use crate::cases::{
-    CaseOutcome, ClusterState, PolicyReport, ResolvedCase, check_evaluation, check_message,
-    compact, packaging_problems, policy_metadata, policy_name, quote, selected_cases,
-    wasm_file_name,
+    CaseOutcome, ClusterState, PolicyReport, ResolvedCase, Scenario, check_evaluation,
+    check_message, compact, packaging_problems, policy_metadata, policy_name, quote,
+    selected_cases, wasm_file_name,
 };
 use crate::error::{Error, Result};
 use crate::host::{AdmissionResponse, Evaluation, Host};
@@ -241,26 +241,14 @@ fn make_job(
         Ok(s) => s,
         Err(e) => return Err(fail(&case, format!("invalid case: {e}"))),
     };
-    let settings_case = case.expect.settings_valid == Some(false);
     let request = scenario.request.clone().unwrap_or_else(placeholder_request);
-    let mut testdrive = None;
-    let mut recorded = None;
-    if !settings_case {
-        let recorder = shared(Recorder::new(scenario.cluster.callbacks()));
-        match host.validate(&request, &scenario.settings, recorder.clone()) {
-            Ok(eval) => testdrive = Some(eval),
-            Err(e) => return Err(fail(&case, format!("testdrive: host error: {e}"))),
-        }
-        if matches!(scenario.cluster, ClusterState::Objects(_)) {
-            recorded = Some(
-                recorder
-                    .lock()
-                    .map_err(|_| fail(&case, "recorder lock poisoned".to_owned()))?
-                    .session_yaml()
-                    .map_err(|e| fail(&case, e.to_string()))?,
-            );
-        }
-    }
+    let (testdrive, recorded) = if case.expect.settings_valid == Some(false) {
+        (None, None)
+    } else {
+        let (eval, recorded) =
+            evaluate_recording(host, scenario, &request).map_err(|why| fail(&case, why))?;
+        (Some(eval), recorded)
+    };
     let write = |name: &str, text: &str| -> std::result::Result<PathBuf, CaseOutcome> {
         let path = case_dir.join(name);
         std::fs::write(&path, text).map_err(|e| fail(&case, format!("{}: {e}", path.display())))?;
@@ -275,14 +263,6 @@ fn make_job(
     });
     let settings_path = write("settings.json", &compact(&scenario.settings))?;
     let request_path = write("request.json", &compact(&review))?;
-    let mut args = vec![
-        "run".to_owned(),
-        format!("file://{}", module.display()),
-        "--settings-path".to_owned(),
-        settings_path.display().to_string(),
-        "--request-path".to_owned(),
-        request_path.display().to_string(),
-    ];
     // every run replays a session (empty without cluster state): no host call of the policy
     // reaches the network, and kwctl builds no Sigstore client
     let session = match (&scenario.session_file, recorded) {
@@ -291,6 +271,53 @@ fn make_job(
         (None, Some(text)) => write("session.yml", &text)?,
         (None, None) => write("session.yml", "[]\n")?,
     };
+    let args = kwctl_run_args(module, &settings_path, &request_path, &session, metadata);
+    Ok(Job {
+        report,
+        case,
+        args,
+        testdrive,
+    })
+}
+
+/// Evaluates a case in testdrive; with `cluster:` objects, also the kwctl session of the
+/// reads it made.
+fn evaluate_recording(
+    host: &Host,
+    scenario: &Scenario,
+    request: &Value,
+) -> std::result::Result<(Evaluation, Option<String>), String> {
+    let recorder = shared(Recorder::new(scenario.cluster.callbacks()));
+    let eval = host
+        .validate(request, &scenario.settings, recorder.clone())
+        .map_err(|e| format!("testdrive: host error: {e}"))?;
+    if !matches!(scenario.cluster, ClusterState::Objects(_)) {
+        return Ok((eval, None));
+    }
+    let session = recorder
+        .lock()
+        .map_err(|_| "recorder lock poisoned".to_owned())?
+        .session_yaml()
+        .map_err(|e| e.to_string())?;
+    Ok((eval, Some(session)))
+}
+
+/// The arguments of `kwctl run` for one case.
+fn kwctl_run_args(
+    module: &Path,
+    settings_path: &Path,
+    request_path: &Path,
+    session: &Path,
+    metadata: &Metadata,
+) -> Vec<String> {
+    let mut args = vec![
+        "run".to_owned(),
+        format!("file://{}", module.display()),
+        "--settings-path".to_owned(),
+        settings_path.display().to_string(),
+        "--request-path".to_owned(),
+        request_path.display().to_string(),
+    ];
     if !metadata.context_aware_resources.is_empty() {
         args.push("--allow-context-aware".to_owned());
     }
@@ -303,12 +330,7 @@ fn make_job(
         args.push("--allowed-host-capabilities".to_owned());
         args.extend(declared);
     }
-    Ok(Job {
-        report,
-        case,
-        args,
-        testdrive,
-    })
+    args
 }
 
 /// The request given to kwctl for a settings case without one (kwctl needs a request; it
