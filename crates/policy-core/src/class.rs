@@ -1,4 +1,4 @@
-//! Class allow-lists (SPEC 2.5): which PriorityClasses, RuntimeClasses, StorageClasses,
+//! Class allow-lists (`docs/semantics.md#class-allow-lists`): which PriorityClasses, RuntimeClasses, StorageClasses,
 //! GatewayClasses or DeviceClasses a tenant may name.
 //!
 //! A named class `v` is allowed when it is the tenant `default`, is listed in `allowed`,
@@ -496,7 +496,7 @@ pub fn record(
     }
 }
 
-/// Handles a lookup failure by the `onLookupError` setting (SPEC 2.8): `reject` returns
+/// Handles a lookup failure by the `onLookupError` setting (`docs/semantics.md#lookups`): `reject` returns
 /// the error (500); `accept` adds a warning naming the skipped check at `path` (once).
 pub fn skip_on_lookup_error(
     error: PolicyError,

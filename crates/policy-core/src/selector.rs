@@ -1,4 +1,4 @@
-//! Kubernetes label selectors: `matchLabels` plus `matchExpressions`, ANDed (SPEC 2.4).
+//! Kubernetes label selectors: `matchLabels` plus `matchExpressions`, ANDed (`docs/semantics.md#selectors`).
 
 use std::collections::BTreeMap;
 
@@ -52,7 +52,7 @@ pub enum Requirement {
 }
 
 impl LabelSelector {
-    /// Validates a selector. An empty selector (`{}`) is refused as ambiguous (SPEC 2.4).
+    /// Validates a selector. An empty selector (`{}`) is refused as ambiguous (`docs/semantics.md#selectors`).
     pub fn build(raw: &LabelSelectorSettings) -> Result<Self, SettingsError> {
         let match_labels = raw.match_labels.clone().unwrap_or_default();
         for k in match_labels.keys() {

@@ -1,6 +1,6 @@
 //! device-class-policy: ResourceClaims and ResourceClaimTemplates (DRA) may request only
 //! allowed DeviceClasses — in every request, `exactly` or any `firstAvailable`
-//! subrequest, in every served API version — and no admin access (SPEC 3.5).
+//! subrequest, in every served API version — and no admin access (README rules 1–5).
 
 pub mod settings;
 

@@ -1,4 +1,4 @@
-//! Settings of device-class-policy: a class allow-list without default (SPEC 2.5),
+//! Settings of device-class-policy: a class allow-list without default (`docs/semantics.md#class-allow-lists`),
 //! `allowAdminAccess`, `deviceClassApiVersion` and `onLookupError`.
 
 use policy_core::SettingsError;

@@ -1,5 +1,5 @@
 //! gateway-class-policy: Gateways may name only allowed GatewayClasses; a Gateway created
-//! without class gets the tenant default (SPEC 3.7).
+//! without class gets the tenant default (README rules 1–3).
 
 use policy_core::class::{ClassKind, ClassPolicySettings, record};
 use policy_core::cluster::{HostCapabilities, Lookups};

@@ -1,6 +1,6 @@
 //! node-selector-policy: Pods carry the tenant's required node selector (merged on CREATE,
 //! conflicts rejected), get default pairs with a per-namespace annotation override, and may
-//! be kept from pinning themselves to nodes with `spec.nodeName` (SPEC 3.4).
+//! be kept from pinning themselves to nodes with `spec.nodeName` (README rules 1–6).
 
 pub mod labels;
 pub mod settings;

@@ -1,7 +1,7 @@
 //! persistent-volume-claim-policy: claims (PVCs, StatefulSet volumeClaimTemplates, ephemeral
 //! volume templates) may use only allowed StorageClasses, the tenant default replaces a
 //! missing class and the cluster default, and a claim may not bind or select another
-//! tenant's PersistentVolumes (SPEC 3.9).
+//! tenant's PersistentVolumes (README rules 1–10).
 
 pub mod settings;
 

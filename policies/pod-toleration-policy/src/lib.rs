@@ -1,5 +1,5 @@
 //! pod-toleration-policy: only listed principals may tolerate a protected node taint with
-//! `Equal`; an `Exists` toleration of it is refused for everyone (SPEC 3.1).
+//! `Equal`; an `Exists` toleration of it is refused for everyone (README rules 1–6).
 
 pub mod settings;
 
@@ -62,7 +62,7 @@ impl Policy for PodTolerationPolicy {
                         ),
                     ),
                     Operator::Equal if toleration.value == protected.taint.value => {
-                        // A trusted controller never counts as requester for grants (SPEC 2.6).
+                        // A trusted controller never counts as requester for grants (`docs/semantics.md#principals`).
                         if trusted || !protected.allowed.matches(requester) {
                             verdict.violation(
                                 &toleration.path,

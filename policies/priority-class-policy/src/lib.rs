@@ -1,6 +1,6 @@
 //! priority-class-policy: Pods and pod templates may name only allowed PriorityClasses; a
 //! Pod without class (or with the injected cluster global default) gets the tenant default
-//! with its priority and preemption policy (SPEC 3.2).
+//! with its priority and preemption policy (README rules 1–4).
 
 pub mod settings;
 
@@ -126,7 +126,7 @@ impl Policy for PriorityClassPolicy {
             Ok(ClassOutcome::Violation(problem)) if !problem.ends_with("does not exist") => {
                 // Say so when the class is the cluster's global default: every class-less
                 // Pod of the tenant arrives with it. Without a selector the object was not
-                // read yet; a failed read is a failed lookup like any other (SPEC 2.8):
+                // read yet; a failed read is a failed lookup like any other (`docs/semantics.md#lookups`):
                 // 500, or with `onLookupError: accept` the hint is skipped with a warning.
                 let global = match fetch.fetched() {
                     Some(Ok(Some(class))) => is_global_default(class),

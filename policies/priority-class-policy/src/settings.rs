@@ -1,4 +1,4 @@
-//! Settings of priority-class-policy: a class allow-list at the top level (SPEC 2.5),
+//! Settings of priority-class-policy: a class allow-list at the top level (`docs/semantics.md#class-allow-lists`),
 //! `replaceGlobalDefault` and `onLookupError`.
 
 use policy_core::SettingsError;

@@ -1,6 +1,6 @@
 //! runtime-class-policy: Pods and pod templates may name only allowed RuntimeClasses; a Pod
 //! without class gets the tenant default with the class's overhead and scheduling, as the
-//! built-in RuntimeClass plugin would have written them (SPEC 3.3).
+//! built-in RuntimeClass plugin would have written them (README rules 1–3).
 
 use policy_core::class::{ClassKind, ClassPolicySettings, record, skip_on_lookup_error};
 use policy_core::cluster::{HostCapabilities, Lookups};
