@@ -11,6 +11,7 @@ pub mod bench;
 pub mod class;
 pub mod cluster;
 pub mod error;
+pub mod gate;
 pub mod image;
 pub mod json;
 pub mod matcher;

@@ -15,13 +15,13 @@ pub struct LabelSelectorSettings {
     pub match_labels: Option<BTreeMap<String, String>>,
     /// Set-based requirements.
     #[serde(default)]
-    pub match_expressions: Option<Vec<RequirementSettings>>,
+    pub match_expressions: Option<Vec<RawRequirement>>,
 }
 
 /// One `matchExpressions` entry as written in settings.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct RequirementSettings {
+pub struct RawRequirement {
     /// Label key.
     pub key: String,
     /// `In`, `NotIn`, `Exists`, `DoesNotExist`.

@@ -2,7 +2,7 @@
 //! volume binding protection.
 
 use policy_core::SettingsError;
-use policy_core::class::{ClassAllowList, ClassAllowListSettings};
+use policy_core::class::{ClassAllowList, RawClassAllowList};
 use policy_core::cluster::OnLookupError;
 use policy_core::settings::Raw;
 use serde::Deserialize;
@@ -14,7 +14,7 @@ pub const DEFAULT_TENANT_LABEL: &str = "capsule.clastix.io/tenant";
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
-    storage_classes: Option<ClassAllowListSettings>,
+    storage_classes: Option<RawClassAllowList>,
     replace_cluster_default: Option<bool>,
     volume_binding: Option<RawVolumeBinding>,
     on_lookup_error: Option<OnLookupError>,

@@ -4,11 +4,12 @@
 pub mod settings;
 
 use policy_core::cluster::Lookups;
-use policy_core::pod::{PodKind, PodView, pod_spec_changed};
+use policy_core::pod::PodKind;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::principal::has_controller_owner;
-use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::request::AdmissionRequest;
 use policy_core::toleration::{Operator, Toleration};
+use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{PolicyError, Verdict};
 
 pub use settings::Settings;
@@ -26,9 +27,9 @@ impl Policy for PodTolerationPolicy {
         settings: &Settings,
         _lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
-        let Some(kind) = PodKind::of_request(request) else {
+        if PodKind::of_request(request).is_none() {
             return Err(unsupported_kind(Self::NAME, request));
-        };
+        }
         let object = request.object()?;
         let requester = &request.user_info;
         let trusted = settings.trusted_controllers.matches(requester);
@@ -38,13 +39,7 @@ impl Policy for PodTolerationPolicy {
             return Ok(Verdict::accept());
         }
         // Rule 2: an UPDATE that leaves the pod spec / template alone is not re-judged.
-        if request.operation == Operation::Update {
-            let old = request.old_object()?;
-            if !pod_spec_changed(old.value, object.value, kind) {
-                return Ok(Verdict::accept());
-            }
-        }
-        let Some(pod) = PodView::read(object.value, kind)? else {
+        let Some(pod) = pod_target(request, Self::NAME, PodTarget::CreateAndUpdate)? else {
             return Ok(Verdict::accept());
         };
         let mut verdict = Verdict::accept();
