@@ -675,6 +675,9 @@ mod tests {
     #[case(json!({"allowed": ["a", "a"]}), "allowed[1]", "duplicate entry")]
     #[case(json!({"allowed": "a"}), "allowed", "invalid type")]
     #[case(json!({"allowedClasses": ["a"]}), "allowedClasses", "unknown field `allowedClasses`")]
+    #[case(json!({"selector": {"matchLabels": {"bad key": "x"}}}), "selector.matchLabels[\"bad key\"]", "invalid label key")]
+    #[case(json!({"selector": {"matchExpressions": [{"key": "env", "operator": "In", "values": ["not valid"]}]}}), "selector.matchExpressions[0].values[0]", "invalid label value \"not valid\"")]
+    #[case(json!({"matchLabels": {"env": "-x"}}), "matchLabels[\"env\"]", "invalid label value \"-x\"")]
     fn refused(#[case] raw: Value, #[case] path: &str, #[case] problem: &str) {
         let e = ClassAllowList::parse(&raw, true).unwrap_err();
         assert_eq!(e.path, path, "{e}");

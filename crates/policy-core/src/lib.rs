@@ -14,6 +14,7 @@ pub mod error;
 pub mod gate;
 pub mod image;
 pub mod json;
+pub mod labels;
 pub mod matcher;
 pub mod message;
 pub mod mutation;

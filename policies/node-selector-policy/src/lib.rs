@@ -2,7 +2,7 @@
 //! conflicts rejected), get default pairs with a per-namespace annotation override, and may
 //! be kept from pinning themselves to nodes with `spec.nodeName` (README rules 1–6).
 
-pub mod labels;
+pub mod annotation;
 pub mod settings;
 
 use std::collections::HashSet;
@@ -189,7 +189,7 @@ fn defaults(
     let Some(text) = text else {
         return Ok(Some(from_settings()));
     };
-    match labels::parse_selector(text) {
+    match annotation::parse_selector(text) {
         Some(pairs) => Ok(Some(pairs)),
         None => {
             verdict.violation(

@@ -4,7 +4,8 @@
 use policy_core::SettingsError;
 use policy_core::class::{ClassAllowList, RawClassAllowList};
 use policy_core::cluster::OnLookupError;
-use policy_core::settings::Raw;
+use policy_core::labels::is_label_key;
+use policy_core::settings::{Raw, is_reread};
 use serde::Deserialize;
 
 /// The default tenant label on Namespaces and PersistentVolumes.
@@ -85,6 +86,12 @@ impl TryFrom<RawSettings> for Settings {
                         "must not be empty",
                     ));
                 }
+                if !is_reread() && !is_label_key(&tenant_label) {
+                    return Err(SettingsError::new(
+                        "volumeBinding.tenantLabel",
+                        format!("{tenant_label:?} is not a valid label key"),
+                    ));
+                }
                 Some(VolumeBinding {
                     tenant_label,
                     allow_unlabelled_volumes: vb.allow_unlabelled_volumes.unwrap_or(false),
@@ -113,7 +120,9 @@ mod tests {
     #[case(json!({"storageClasses": {}}), "storageClasses: the class allow-list needs at least one of")]
     #[case(json!({"storageClasses": {"selector": {}}}), "storageClasses.selector: an empty selector is ambiguous")]
     #[case(json!({"storageClasses": {"allowed": ["a"], "class": "b"}}), "storageClasses.class: unknown field")]
+    #[case(json!({"storageClasses": {"selector": {"matchLabels": {"bad key": "x"}}}}), "storageClasses.selector.matchLabels[\"bad key\"]: invalid label key")]
     #[case(json!({"volumeBinding": {"tenantLabel": ""}}), "volumeBinding.tenantLabel: must not be empty")]
+    #[case(json!({"volumeBinding": {"tenantLabel": "tenant name"}}), "volumeBinding.tenantLabel: \"tenant name\" is not a valid label key")]
     #[case(json!({"volumeBinding": {"pinSelector": "yes"}}), "volumeBinding.pinSelector: invalid type")]
     fn refused(#[case] raw: Value, #[case] message: &str) {
         let err = Settings::parse(&raw).unwrap_err().to_string();
