@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod class;
 pub mod cluster;
