@@ -12,7 +12,7 @@ use policy_core::toleration::{Operator, Toleration};
 use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{PolicyError, Verdict};
 
-pub use settings::Settings;
+pub use settings::{ProtectedTaint, Settings};
 
 /// The policy.
 pub struct PodTolerationPolicy;
@@ -45,36 +45,48 @@ impl Policy for PodTolerationPolicy {
         let mut verdict = Verdict::accept();
         for toleration in Toleration::read_all(&pod.spec)? {
             for protected in settings.candidates(toleration.key) {
-                if !toleration.covers(&protected.taint) {
-                    continue;
-                }
-                match toleration.operator {
-                    Operator::Exists => verdict.violation(
-                        &toleration.path,
-                        format!(
-                            "operator \"Exists\" tolerates protected taint {}; nobody may use Exists on a protected taint",
-                            protected.taint
-                        ),
-                    ),
-                    Operator::Equal if toleration.value == protected.taint.value => {
-                        // A trusted controller never counts as requester for grants (`docs/semantics.md#principals`).
-                        if trusted || !protected.allowed.matches(requester) {
-                            verdict.violation(
-                                &toleration.path,
-                                format!(
-                                    "{} may not tolerate protected taint {}; allowed: {}",
-                                    requester.describe(),
-                                    protected.taint,
-                                    protected.allowed.describe()
-                                ),
-                            );
-                        }
-                    }
-                    Operator::Equal => {}
+                if toleration.covers(&protected.taint) {
+                    judge_covering(&toleration, protected, request, trusted, &mut verdict);
                 }
             }
         }
         Ok(verdict)
+    }
+}
+
+/// Rules 4 and 5 for a toleration covering a protected taint: `Exists` is refused for
+/// everyone; `Equal` with the taint's value only for a requester the taint allows — a
+/// trusted controller never counts as requester for grants (`docs/semantics.md#principals`).
+fn judge_covering(
+    toleration: &Toleration<'_>,
+    protected: &ProtectedTaint,
+    request: &AdmissionRequest,
+    trusted: bool,
+    verdict: &mut Verdict,
+) {
+    let requester = &request.user_info;
+    match toleration.operator {
+        Operator::Exists => verdict.violation(
+            &toleration.path,
+            format!(
+                "operator \"Exists\" tolerates protected taint {}; nobody may use Exists on a protected taint",
+                protected.taint
+            ),
+        ),
+        Operator::Equal if toleration.value == protected.taint.value => {
+            if trusted || !protected.allowed.matches(requester) {
+                verdict.violation(
+                    &toleration.path,
+                    format!(
+                        "{} may not tolerate protected taint {}; allowed: {}",
+                        requester.describe(),
+                        protected.taint,
+                        protected.allowed.describe()
+                    ),
+                );
+            }
+        }
+        Operator::Equal => {}
     }
 }
 
