@@ -857,6 +857,67 @@ mod tests {
     }
 
     #[test]
+    fn default_class_is_written_with_what_the_class_brings() {
+        let kind = kind();
+        let path = FieldPath::root("spec").field("priorityClassName");
+        let writer = DefaultClass {
+            kind: &kind,
+            name: "gold",
+            field: "priorityClassName",
+        };
+        let complete = |class: &Value, verdict: &mut Verdict| {
+            verdict.edit_set(&["spec"], "priority", class["value"].clone());
+            Ok(())
+        };
+        let mut cluster = Objects::new(vec![pc("gold", json!({}))]);
+        let mut verdict = Verdict::accept();
+        writer
+            .write(
+                &path,
+                OnLookupError::Reject,
+                &mut Lookups::new(&mut cluster),
+                &mut verdict,
+                complete,
+            )
+            .unwrap();
+        let response = verdict
+            .into_response_for(crate::Mode::Enforce, json!({"spec": {}}))
+            .unwrap();
+        assert_eq!(
+            response.mutated_object.unwrap()["spec"],
+            json!({"priorityClassName": "gold", "priority": 10})
+        );
+        // a missing default is a violation; a failed lookup follows onLookupError
+        let mut verdict = Verdict::accept();
+        writer
+            .write(
+                &path,
+                OnLookupError::Reject,
+                &mut Lookups::new(&mut Objects::default()),
+                &mut verdict,
+                complete,
+            )
+            .unwrap();
+        assert_eq!(
+            verdict.message(),
+            "spec.priorityClassName: default PriorityClass \"gold\" does not exist"
+        );
+        let mut failing = Objects::default().failing("PriorityClass");
+        let mut verdict = Verdict::accept();
+        writer
+            .write(
+                &path,
+                OnLookupError::Accept,
+                &mut Lookups::new(&mut failing),
+                &mut verdict,
+                complete,
+            )
+            .unwrap();
+        assert!(verdict.is_clean() && !verdict.has_edits());
+        assert_eq!(verdict.warnings().len(), 1);
+    }
+
+    #[test]
     fn recording_lookup_failures() {
         let err = PolicyError::Lookup {
             what: "PriorityClass \"x\"".into(),
