@@ -21,9 +21,10 @@ pub struct RawSettings {
     on_lookup_error: Option<OnLookupError>,
 }
 
+/// Cross-tenant binding protection as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawVolumeBinding {
+pub struct RawVolumeBinding {
     tenant_label: Option<String>,
     allow_unlabelled_volumes: Option<bool>,
     pin_selector: Option<bool>,
@@ -60,6 +61,30 @@ impl Settings {
     }
 }
 
+impl TryFrom<RawVolumeBinding> for VolumeBinding {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawVolumeBinding) -> Result<Self, SettingsError> {
+        let tenant_label = raw
+            .tenant_label
+            .unwrap_or_else(|| DEFAULT_TENANT_LABEL.to_owned());
+        if tenant_label.is_empty() {
+            return Err(SettingsError::new("tenantLabel", "must not be empty"));
+        }
+        if !is_reread() && !is_label_key(&tenant_label) {
+            return Err(SettingsError::new(
+                "tenantLabel",
+                format!("{tenant_label:?} is not a valid label key"),
+            ));
+        }
+        Ok(VolumeBinding {
+            tenant_label,
+            allow_unlabelled_volumes: raw.allow_unlabelled_volumes.unwrap_or(false),
+            pin_selector: raw.pin_selector.unwrap_or(true),
+        })
+    }
+}
+
 impl TryFrom<RawSettings> for Settings {
     type Error = SettingsError;
 
@@ -75,29 +100,8 @@ impl TryFrom<RawSettings> for Settings {
             None => None,
         };
         let volume_binding = match raw.volume_binding {
+            Some(vb) => Some(VolumeBinding::try_from(vb).map_err(|e| e.under("volumeBinding"))?),
             None => None,
-            Some(vb) => {
-                let tenant_label = vb
-                    .tenant_label
-                    .unwrap_or_else(|| DEFAULT_TENANT_LABEL.to_owned());
-                if tenant_label.is_empty() {
-                    return Err(SettingsError::new(
-                        "volumeBinding.tenantLabel",
-                        "must not be empty",
-                    ));
-                }
-                if !is_reread() && !is_label_key(&tenant_label) {
-                    return Err(SettingsError::new(
-                        "volumeBinding.tenantLabel",
-                        format!("{tenant_label:?} is not a valid label key"),
-                    ));
-                }
-                Some(VolumeBinding {
-                    tenant_label,
-                    allow_unlabelled_volumes: vb.allow_unlabelled_volumes.unwrap_or(false),
-                    pin_selector: vb.pin_selector.unwrap_or(true),
-                })
-            }
         };
         Ok(Settings {
             storage_classes,
