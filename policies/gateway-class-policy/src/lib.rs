@@ -58,6 +58,8 @@ impl Policy for GatewayClassPolicy {
         let Some(gateway) = gate().admit(Self::NAME, request)? else {
             return Ok(Verdict::accept());
         };
+        // The view before the changed step: a Gateway without spec is malformed (400) even
+        // on an UPDATE that leaves the class alone.
         let spec = gateway.spec()?;
         let path = spec.path.field("gatewayClassName");
         let name = spec.get_str("gatewayClassName")?.filter(|n| !n.is_empty());
