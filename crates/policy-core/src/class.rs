@@ -1,4 +1,4 @@
-//! Class allow-lists (SPEC 2.5): which PriorityClasses, RuntimeClasses, StorageClasses,
+//! Class allow-lists (`docs/semantics.md#class-allow-lists`): which PriorityClasses, RuntimeClasses, StorageClasses,
 //! GatewayClasses or DeviceClasses a tenant may name.
 //!
 //! A named class `v` is allowed when it is the tenant `default`, is listed in `allowed`,
@@ -22,11 +22,11 @@ use serde_json::{Map, Value};
 
 use crate::cluster::{GetRequest, Lookups, OnLookupError};
 use crate::error::{PolicyError, SettingsError};
-use crate::matcher::{OneOrMany, StringMatcher, regexes};
+use crate::matcher::{FullMatch, OneOrMany, StringMatcher, regexes};
 use crate::message;
 use crate::names::NameList;
 use crate::path::FieldPath;
-use crate::selector::{LabelSelector, LabelSelectorSettings, RequirementSettings};
+use crate::selector::{LabelSelector, LabelSelectorSettings, RawRequirement};
 use crate::settings::{Raw, decode, no_duplicate_names};
 use crate::verdict::Verdict;
 
@@ -45,23 +45,23 @@ pub const CLASS_KEYS: [&str; 6] = [
 /// decoded) and the other fields (kept as JSON for the policy's own strict decoding): the
 /// raw settings of the policies whose settings are a class allow-list at the top level.
 #[derive(Debug, Default)]
-pub struct TopLevel {
-    class: Option<ClassAllowListSettings>,
+pub struct RawTopLevel {
+    class: Option<RawClassAllowList>,
     rest: Map<String, Value>,
 }
 
-impl<'de> Deserialize<'de> for TopLevel {
+impl<'de> Deserialize<'de> for RawTopLevel {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct SplitVisitor;
         impl<'de> serde::de::Visitor<'de> for SplitVisitor {
-            type Value = TopLevel;
+            type Value = RawTopLevel;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a map of settings")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
-            ) -> Result<TopLevel, A::Error> {
+            ) -> Result<RawTopLevel, A::Error> {
                 use serde::de::Error;
                 fn set<'de, T: Deserialize<'de>, A: serde::de::MapAccess<'de>>(
                     slot: &mut Option<T>,
@@ -74,8 +74,8 @@ impl<'de> Deserialize<'de> for TopLevel {
                     *slot = Some(map.next_value()?);
                     Ok(())
                 }
-                let mut out = TopLevel::default();
-                let mut c = ClassAllowListSettings::default();
+                let mut out = RawTopLevel::default();
+                let mut c = RawClassAllowList::default();
                 let mut any = false;
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
@@ -107,7 +107,7 @@ impl<'de> Deserialize<'de> for TopLevel {
     }
 }
 
-impl TopLevel {
+impl RawTopLevel {
     /// The class allow-list (`None` when none of its fields is present) and the remaining
     /// settings, to be decoded strictly by the policy.
     pub fn split(
@@ -125,7 +125,7 @@ impl TopLevel {
 /// Raw settings of a class allow-list, as written by the operator.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClassAllowListSettings {
+pub struct RawClassAllowList {
     /// Exact class names.
     #[serde(default)]
     pub allowed: Option<NameList>,
@@ -140,7 +140,7 @@ pub struct ClassAllowListSettings {
     pub match_labels: Option<BTreeMap<String, String>>,
     /// Capsule-style alias: `matchExpressions` at the level of the block.
     #[serde(default)]
-    pub match_expressions: Option<Vec<RequirementSettings>>,
+    pub match_expressions: Option<Vec<RawRequirement>>,
     /// The class written when none is chosen; always allowed.
     #[serde(default)]
     pub default: Option<String>,
@@ -226,95 +226,59 @@ pub struct ClassAllowList {
 pub enum ClassOutcome {
     /// The class may be used.
     Allowed,
-    /// The class may not be used; the text is the violation's problem (without path).
-    Violation(String),
+    /// The class is not in the allow-list (nor selected by its labels).
+    NotAllowed {
+        /// The class kind, e.g. `PriorityClass`.
+        kind: String,
+        /// The class named by the object.
+        name: String,
+        /// What is allowed ([`ClassAllowList::describe`]).
+        allowed: String,
+    },
+    /// The class object, read for the selector, does not exist.
+    Missing {
+        /// The class kind, e.g. `PriorityClass`.
+        kind: String,
+        /// The class named by the object.
+        name: String,
+    },
+}
+
+impl ClassOutcome {
+    /// The violation's problem (without path); `None` for [`ClassOutcome::Allowed`].
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            ClassOutcome::Allowed => None,
+            ClassOutcome::NotAllowed {
+                kind,
+                name,
+                allowed,
+            } => Some(format!(
+                "{kind} {name:?} is not allowed; allowed: {allowed}"
+            )),
+            ClassOutcome::Missing { kind, name } => Some(format!("{kind} {name:?} does not exist")),
+        }
+    }
 }
 
 impl ClassAllowList {
     /// Decodes and validates a class allow-list block (`allow_default: false` refuses the
     /// `default` field, e.g. for DeviceClasses).
     pub fn parse<'a>(raw: impl Into<Raw<'a>>, allow_default: bool) -> Result<Self, SettingsError> {
-        let raw: ClassAllowListSettings = decode(raw)?;
+        let raw: RawClassAllowList = decode(raw)?;
         Self::build(raw, allow_default)
     }
 
     /// Validates decoded settings: a block with none of the fields is refused, empty
     /// selectors and invalid regexes are refused, `default` must not be empty.
-    pub fn build(raw: ClassAllowListSettings, allow_default: bool) -> Result<Self, SettingsError> {
-        let alias = raw.match_labels.is_some() || raw.match_expressions.is_some();
-        if raw.allowed.is_none()
-            && raw.allowed_regex.is_none()
-            && raw.selector.is_none()
-            && !alias
-            && raw.default.is_none()
-        {
-            let fields = if allow_default {
-                "allowed, allowedRegex, selector or default"
-            } else {
-                "allowed, allowedRegex or selector"
-            };
-            return Err(SettingsError::new(
-                "",
-                format!(
-                    "the class allow-list needs at least one of {fields} (write `allowed: []` to forbid every explicit class)"
-                ),
-            ));
-        }
-        if alias && raw.selector.is_some() {
-            let key = if raw.match_labels.is_some() {
-                "matchLabels"
-            } else {
-                "matchExpressions"
-            };
-            return Err(SettingsError::new(
-                key,
-                "give the selector either as `selector` or as top-level matchLabels/matchExpressions, not both",
-            ));
-        }
-        let allowed = raw.allowed.unwrap_or_default();
+    pub fn build(raw: RawClassAllowList, allow_default: bool) -> Result<Self, SettingsError> {
+        require_a_field(&raw, allow_default)?;
+        one_selector_form(&raw)?;
+        let allowed = raw.allowed.clone().unwrap_or_default();
         no_duplicate_names("allowed", &allowed)?;
-        let patterns = raw.allowed_regex.clone().unwrap_or_default().into_vec();
-        let compiled = match &raw.allowed_regex {
-            Some(OneOrMany::One(_)) => regexes("allowedRegex", &patterns)
-                .map_err(|e| SettingsError::new("allowedRegex", e.problem))?,
-            _ => regexes("allowedRegex", &patterns)?,
-        };
-        let selector = match (&raw.selector, alias) {
-            (Some(s), _) => Some(LabelSelector::build(s).map_err(|e| e.under("selector"))?),
-            (None, true) => Some(
-                LabelSelector::build(&LabelSelectorSettings {
-                    match_labels: raw.match_labels.clone(),
-                    match_expressions: raw.match_expressions.clone(),
-                })
-                .map_err(|e| {
-                    // The empty-selector refusal has no path of its own: name the alias.
-                    if e.path.is_empty() {
-                        let key = if raw.match_labels.is_some() {
-                            "matchLabels"
-                        } else {
-                            "matchExpressions"
-                        };
-                        SettingsError::new(key, e.problem)
-                    } else {
-                        e
-                    }
-                })?,
-            ),
-            (None, false) => None,
-        };
-        let default = match &raw.default {
-            None => None,
-            Some(_) if !allow_default => {
-                return Err(SettingsError::new(
-                    "default",
-                    "this class allow-list has no default (the policy never writes a class)",
-                ));
-            }
-            Some(d) if d.is_empty() => {
-                return Err(SettingsError::new("default", "must not be empty"));
-            }
-            Some(d) => Some(d.clone()),
-        };
+        let compiled = allowed_regexes(raw.allowed_regex.as_ref())?;
+        let selector = selector(&raw)?;
+        let default = tenant_default(raw.default, allow_default)?;
         Ok(ClassAllowList {
             names: StringMatcher::new(allowed, compiled),
             selector,
@@ -323,12 +287,12 @@ impl ClassAllowList {
     }
 
     /// Takes the class allow-list fields ([`CLASS_KEYS`]) out of a policy's top-level
-    /// settings: see [`TopLevel::split`].
+    /// settings: see [`RawTopLevel::split`].
     pub fn from_top_level<'a>(
         raw: impl Into<Raw<'a>>,
         allow_default: bool,
     ) -> Result<(Option<Self>, Value), SettingsError> {
-        decode::<TopLevel>(raw)?.split(allow_default)
+        decode::<RawTopLevel>(raw)?.split(allow_default)
     }
 
     /// The tenant default class, if configured.
@@ -380,13 +344,13 @@ impl ClassAllowList {
         }
     }
 
-    /// The violation text for a class that is not allowed.
-    pub fn not_allowed(&self, kind: &ClassKind, name: &str) -> String {
-        format!(
-            "{} {name:?} is not allowed; allowed: {}",
-            kind.kind,
-            self.describe()
-        )
+    /// The outcome for a class that is not allowed.
+    pub fn not_allowed(&self, kind: &ClassKind, name: &str) -> ClassOutcome {
+        ClassOutcome::NotAllowed {
+            kind: kind.kind.clone(),
+            name: name.to_owned(),
+            allowed: self.describe(),
+        }
     }
 
     /// Judges class `name`, fetching its object through `lookups` only when the names did
@@ -416,19 +380,172 @@ impl ClassAllowList {
             return Ok(ClassOutcome::Allowed);
         }
         let Some(selector) = &self.selector else {
-            return Ok(ClassOutcome::Violation(self.not_allowed(kind, name)));
+            return Ok(self.not_allowed(kind, name));
         };
         if name.is_empty() {
-            return Ok(ClassOutcome::Violation(self.not_allowed(kind, name)));
+            return Ok(self.not_allowed(kind, name));
         }
         match fetch()? {
-            None => Ok(ClassOutcome::Violation(format!(
-                "{} {name:?} does not exist",
-                kind.kind
-            ))),
+            None => Ok(ClassOutcome::Missing {
+                kind: kind.kind.clone(),
+                name: name.to_owned(),
+            }),
             Some(object) if selector.matches_object(&object) => Ok(ClassOutcome::Allowed),
-            Some(_) => Ok(ClassOutcome::Violation(self.not_allowed(kind, name))),
+            Some(_) => Ok(self.not_allowed(kind, name)),
         }
+    }
+}
+
+/// The key naming the Capsule-style selector alias in messages: `matchLabels` when given,
+/// else `matchExpressions`.
+fn alias_key(raw: &RawClassAllowList) -> &'static str {
+    if raw.match_labels.is_some() {
+        "matchLabels"
+    } else {
+        "matchExpressions"
+    }
+}
+
+/// Whether the selector is given as the Capsule-style alias (top-level
+/// `matchLabels`/`matchExpressions`).
+fn has_alias(raw: &RawClassAllowList) -> bool {
+    raw.match_labels.is_some() || raw.match_expressions.is_some()
+}
+
+/// A class allow-list names at least one of its fields (`allowed: []` forbids every class).
+fn require_a_field(raw: &RawClassAllowList, allow_default: bool) -> Result<(), SettingsError> {
+    if raw.allowed.is_some()
+        || raw.allowed_regex.is_some()
+        || raw.selector.is_some()
+        || has_alias(raw)
+        || raw.default.is_some()
+    {
+        return Ok(());
+    }
+    let fields = if allow_default {
+        "allowed, allowedRegex, selector or default"
+    } else {
+        "allowed, allowedRegex or selector"
+    };
+    Err(SettingsError::new(
+        "",
+        format!(
+            "the class allow-list needs at least one of {fields} (write `allowed: []` to forbid every explicit class)"
+        ),
+    ))
+}
+
+/// The selector is given either as `selector` or as the alias, not both.
+fn one_selector_form(raw: &RawClassAllowList) -> Result<(), SettingsError> {
+    if has_alias(raw) && raw.selector.is_some() {
+        return Err(SettingsError::new(
+            alias_key(raw),
+            "give the selector either as `selector` or as top-level matchLabels/matchExpressions, not both",
+        ));
+    }
+    Ok(())
+}
+
+/// The compiled `allowedRegex` (a single pattern's errors are reported at `allowedRegex`,
+/// a list's at `allowedRegex[i]`).
+fn allowed_regexes(raw: Option<&OneOrMany>) -> Result<Vec<FullMatch>, SettingsError> {
+    let patterns = raw.cloned().unwrap_or_default().into_vec();
+    match raw {
+        Some(OneOrMany::One(_)) => regexes("allowedRegex", &patterns)
+            .map_err(|e| SettingsError::new("allowedRegex", e.problem)),
+        _ => regexes("allowedRegex", &patterns),
+    }
+}
+
+/// The label selector over the class object, from `selector` or from the alias (whose
+/// empty-selector refusal is reported at the alias key).
+fn selector(raw: &RawClassAllowList) -> Result<Option<LabelSelector>, SettingsError> {
+    if let Some(s) = &raw.selector {
+        return LabelSelector::build(s)
+            .map(Some)
+            .map_err(|e| e.under("selector"));
+    }
+    if !has_alias(raw) {
+        return Ok(None);
+    }
+    LabelSelector::build(&LabelSelectorSettings {
+        match_labels: raw.match_labels.clone(),
+        match_expressions: raw.match_expressions.clone(),
+    })
+    .map(Some)
+    .map_err(|e| {
+        if e.path.is_empty() {
+            SettingsError::new(alias_key(raw), e.problem)
+        } else {
+            e
+        }
+    })
+}
+
+/// The tenant default: refused where the policy never writes a class, never empty.
+fn tenant_default(
+    default: Option<String>,
+    allow_default: bool,
+) -> Result<Option<String>, SettingsError> {
+    match default {
+        None => Ok(None),
+        Some(_) if !allow_default => Err(SettingsError::new(
+            "default",
+            "this class allow-list has no default (the policy never writes a class)",
+        )),
+        Some(d) if d.is_empty() => Err(SettingsError::new("default", "must not be empty")),
+        Some(d) => Ok(Some(d)),
+    }
+}
+
+/// The tenant default class written into an object that names none (README rule of
+/// priority-class and runtime-class policies, `docs/semantics.md#class-allow-lists`): the
+/// class object is read, the object's `spec.<field>` is set to its name, and the fields the
+/// class brings are added by the policy.
+#[derive(Clone, Copy, Debug)]
+pub struct DefaultClass<'a> {
+    /// The class kind.
+    pub kind: &'a ClassKind,
+    /// The default class's name.
+    pub name: &'a str,
+    /// The `spec` field naming the class, e.g. `priorityClassName`.
+    pub field: &'a str,
+}
+
+impl DefaultClass<'_> {
+    /// Writes the default: a missing class is a violation at `path`, a failed lookup is
+    /// handled by `on_error`; otherwise `spec.<field>` is set and `complete` adds what the
+    /// class object brings.
+    pub fn write<F>(
+        &self,
+        path: &FieldPath,
+        on_error: OnLookupError,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+        complete: F,
+    ) -> Result<(), PolicyError>
+    where
+        F: FnOnce(&Value, &mut Verdict) -> Result<(), PolicyError>,
+    {
+        match self.kind.fetch(self.name, lookups) {
+            Err(e) => skip_on_lookup_error(e, path, on_error, verdict),
+            Ok(None) => {
+                verdict.violation(
+                    path,
+                    format!("default {} {:?} does not exist", self.kind.kind, self.name),
+                );
+                Ok(())
+            }
+            Ok(Some(class)) => {
+                self.set_name(verdict);
+                complete(&class, verdict)
+            }
+        }
+    }
+
+    /// Sets `spec.<field>` to the default's name, without reading the class.
+    pub fn set_name(&self, verdict: &mut Verdict) {
+        verdict.edit_set(&["spec"], self.field, Value::String(self.name.to_owned()));
     }
 }
 
@@ -451,14 +568,14 @@ struct RawOnLookupError {
 impl ClassPolicySettings {
     /// Decodes and validates the settings; at least one class field is required.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        crate::settings::parse::<TopLevel, Self>(raw)
+        crate::settings::parse::<RawTopLevel, Self>(raw)
     }
 }
 
-impl TryFrom<TopLevel> for ClassPolicySettings {
+impl TryFrom<RawTopLevel> for ClassPolicySettings {
     type Error = SettingsError;
 
-    fn try_from(top: TopLevel) -> Result<Self, SettingsError> {
+    fn try_from(top: RawTopLevel) -> Result<Self, SettingsError> {
         let (classes, rest) = top.split(true)?;
         let rest: RawOnLookupError = decode(&rest)?;
         let classes = classes.ok_or_else(missing_class_fields)?;
@@ -487,16 +604,17 @@ pub fn record(
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
     match outcome {
-        Ok(ClassOutcome::Allowed) => Ok(()),
-        Ok(ClassOutcome::Violation(problem)) => {
-            verdict.violation(path, problem);
+        Ok(outcome) => {
+            if let Some(problem) = outcome.problem() {
+                verdict.violation(path, problem);
+            }
             Ok(())
         }
         Err(e) => skip_on_lookup_error(e, path, on_error, verdict),
     }
 }
 
-/// Handles a lookup failure by the `onLookupError` setting (SPEC 2.8): `reject` returns
+/// Handles a lookup failure by the `onLookupError` setting (`docs/semantics.md#lookups`): `reject` returns
 /// the error (500); `accept` adds a warning naming the skipped check at `path` (once).
 pub fn skip_on_lookup_error(
     error: PolicyError,
@@ -557,6 +675,9 @@ mod tests {
     #[case(json!({"allowed": ["a", "a"]}), "allowed[1]", "duplicate entry")]
     #[case(json!({"allowed": "a"}), "allowed", "invalid type")]
     #[case(json!({"allowedClasses": ["a"]}), "allowedClasses", "unknown field `allowedClasses`")]
+    #[case(json!({"selector": {"matchLabels": {"bad key": "x"}}}), "selector.matchLabels[\"bad key\"]", "invalid label key")]
+    #[case(json!({"selector": {"matchExpressions": [{"key": "env", "operator": "In", "values": ["not valid"]}]}}), "selector.matchExpressions[0].values[0]", "invalid label value \"not valid\"")]
+    #[case(json!({"matchLabels": {"env": "-x"}}), "matchLabels[\"env\"]", "invalid label value \"-x\"")]
     fn refused(#[case] raw: Value, #[case] path: &str, #[case] problem: &str) {
         let e = ClassAllowList::parse(&raw, true).unwrap_err();
         assert_eq!(e.path, path, "{e}");
@@ -609,14 +730,19 @@ mod tests {
             ClassOutcome::Allowed
         );
         assert_eq!(
-            judge(s.clone(), "platinum", &mut c).unwrap(),
-            ClassOutcome::Violation(
-                "PriorityClass \"platinum\" is not allowed; allowed: selector env=production, default \"tenant-default\"".into()
+            judge(s.clone(), "platinum", &mut c)
+                .unwrap()
+                .problem()
+                .as_deref(),
+            Some(
+                "PriorityClass \"platinum\" is not allowed; allowed: selector env=production, default \"tenant-default\""
             )
         );
+        let ghost = judge(s, "ghost", &mut c).unwrap();
+        assert!(matches!(ghost, ClassOutcome::Missing { .. }));
         assert_eq!(
-            judge(s, "ghost", &mut c).unwrap(),
-            ClassOutcome::Violation("PriorityClass \"ghost\" does not exist".into())
+            ghost.problem().as_deref(),
+            Some("PriorityClass \"ghost\" does not exist")
         );
     }
 
@@ -631,9 +757,10 @@ mod tests {
     fn without_selector_nothing_is_fetched() {
         let mut c = Objects::default().failing("PriorityClass");
         let out = judge(json!({"allowed": []}), "gold", &mut c).unwrap();
+        assert!(matches!(out, ClassOutcome::NotAllowed { .. }));
         assert_eq!(
-            out,
-            ClassOutcome::Violation("PriorityClass \"gold\" is not allowed; allowed: none".into())
+            out.problem().as_deref(),
+            Some("PriorityClass \"gold\" is not allowed; allowed: none")
         );
     }
 
@@ -645,7 +772,7 @@ mod tests {
         let s = json!({"selector": {"matchLabels": {"x": "y"}}});
         assert!(matches!(
             judge(s, "", &mut c).unwrap(),
-            ClassOutcome::Violation(_)
+            ClassOutcome::NotAllowed { .. }
         ));
         let l = ClassAllowList::parse(
             &json!({"allowed": ["", "a"], "allowedRegex": ["b.*"]}),
@@ -727,6 +854,67 @@ mod tests {
             let out = list.judge_with(&kind(), &probe, || panic!("no lookup expected")).unwrap();
             proptest::prop_assert_eq!(out == ClassOutcome::Allowed, expected);
         }
+    }
+
+    #[test]
+    fn default_class_is_written_with_what_the_class_brings() {
+        let kind = kind();
+        let path = FieldPath::root("spec").field("priorityClassName");
+        let writer = DefaultClass {
+            kind: &kind,
+            name: "gold",
+            field: "priorityClassName",
+        };
+        let complete = |class: &Value, verdict: &mut Verdict| {
+            verdict.edit_set(&["spec"], "priority", class["value"].clone());
+            Ok(())
+        };
+        let mut cluster = Objects::new(vec![pc("gold", json!({}))]);
+        let mut verdict = Verdict::accept();
+        writer
+            .write(
+                &path,
+                OnLookupError::Reject,
+                &mut Lookups::new(&mut cluster),
+                &mut verdict,
+                complete,
+            )
+            .unwrap();
+        let response = verdict
+            .into_response_for(crate::Mode::Enforce, json!({"spec": {}}))
+            .unwrap();
+        assert_eq!(
+            response.mutated_object.unwrap()["spec"],
+            json!({"priorityClassName": "gold", "priority": 10})
+        );
+        // a missing default is a violation; a failed lookup follows onLookupError
+        let mut verdict = Verdict::accept();
+        writer
+            .write(
+                &path,
+                OnLookupError::Reject,
+                &mut Lookups::new(&mut Objects::default()),
+                &mut verdict,
+                complete,
+            )
+            .unwrap();
+        assert_eq!(
+            verdict.message(),
+            "spec.priorityClassName: default PriorityClass \"gold\" does not exist"
+        );
+        let mut failing = Objects::default().failing("PriorityClass");
+        let mut verdict = Verdict::accept();
+        writer
+            .write(
+                &path,
+                OnLookupError::Accept,
+                &mut Lookups::new(&mut failing),
+                &mut verdict,
+                complete,
+            )
+            .unwrap();
+        assert!(verdict.is_clean() && !verdict.has_edits());
+        assert_eq!(verdict.warnings().len(), 1);
     }
 
     #[test]

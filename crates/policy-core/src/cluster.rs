@@ -1,4 +1,4 @@
-//! Cluster lookups behind a trait (SPEC 2.8): the real host callbacks inside wasm, an
+//! Cluster lookups behind a trait (`docs/semantics.md#lookups`): the real host callbacks inside wasm, an
 //! in-memory object set in native tests, and a per-request cache with the
 //! `onLookupError` policy.
 
@@ -191,7 +191,7 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// What to do when a lookup fails (SPEC 2.8).
+/// What to do when a lookup fails (`docs/semantics.md#lookups`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OnLookupError {

@@ -7,12 +7,15 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod class;
 pub mod cluster;
 pub mod error;
+pub mod gate;
 pub mod image;
 pub mod json;
+pub mod labels;
 pub mod matcher;
 pub mod message;
 pub mod mutation;

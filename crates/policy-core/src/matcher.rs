@@ -1,10 +1,10 @@
-//! Full-match string matchers: exact sets and regexes anchored as `^(?:re)$` (SPEC 2.3).
+//! Full-match string matchers: exact sets and regexes anchored as `^(?:re)$` (`docs/semantics.md#matchers`).
 //!
 //! A settings regex is validated as written (so that `a)|(b`, which only parses once
 //! wrapped, is refused rather than silently unanchored), then compiled wrapped, with explicit
 //! size limits, when `validate_settings` reads the settings: a pattern too large to compile
 //! is refused with its settings path. When `validate` re-reads the settings (a fresh instance
-//! per request, SPEC 2.16) a regex is only stored and compiled, with the same limits, the
+//! per request, `docs/semantics.md#cost`) a regex is only stored and compiled, with the same limits, the
 //! first time a value needs it.
 //!
 //! Compiling is most of what a regex costs per request, so a pattern is compiled with

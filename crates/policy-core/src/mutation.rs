@@ -1,4 +1,4 @@
-//! Minimal mutations of the request object (SPEC 2.11): change only the named fields of
+//! Minimal mutations of the request object (`docs/semantics.md#mutations`): change only the named fields of
 //! a `serde_json::Value`, creating the maps on the way, never re-building the object.
 //!
 //! ```

@@ -1,5 +1,5 @@
 //! Lists of strings read from settings (allowed names, whitelists, principals), stored
-//! compactly and tested for membership in time independent of their length (SPEC 2.16).
+//! compactly and tested for membership in time independent of their length (`docs/semantics.md#cost`).
 //!
 //! policy-server hands the settings to a fresh instance with every request, so a list of
 //! 10,000 names is decoded for every request, usually to answer one or two membership

@@ -1,4 +1,4 @@
-//! Pod-bearing resources and their containers (SPEC 2.2): where the pod spec and pod
+//! Pod-bearing resources and their containers (`docs/semantics.md#pod-bearing-kinds`): where the pod spec and pod
 //! metadata live in each kind, and the container lists of a pod spec.
 
 use std::collections::HashMap;
@@ -31,7 +31,7 @@ pub enum PodKind {
     CronJob,
 }
 
-/// Every pod-bearing kind, in the order of SPEC 2.2.
+/// Every pod-bearing kind, in the order of `docs/semantics.md#pod-bearing-kinds`.
 pub const ALL_POD_KINDS: [PodKind; 8] = [
     PodKind::Pod,
     PodKind::ReplicationController,

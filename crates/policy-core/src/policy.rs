@@ -30,7 +30,7 @@ pub trait Policy {
     /// (`testdrive check` compares them with what the module contains).
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::NONE;
 
-    /// Whether violations reject or warn (SPEC 2.12); `Enforce` unless the policy has `mode`.
+    /// Whether violations reject or warn (`docs/semantics.md#warnings-and-mode`); `Enforce` unless the policy has `mode`.
     fn mode(_settings: &Self::Settings) -> Mode {
         Mode::Enforce
     }
@@ -151,7 +151,7 @@ fn judge<P: Policy>(
     verdict.into_response_for(P::mode(settings), object)
 }
 
-/// The rejection for a kind the policy does not handle (SPEC 2.1.2).
+/// The rejection for a kind the policy does not handle (`docs/semantics.md#request-handling`).
 pub fn unsupported_kind(policy: &str, request: &AdmissionRequest) -> PolicyError {
     PolicyError::UnsupportedKind {
         policy: policy.to_owned(),

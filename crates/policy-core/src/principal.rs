@@ -1,4 +1,4 @@
-//! Principals (users, groups, service accounts), globs and trusted controllers (SPEC 2.3, 2.6).
+//! Principals (users, groups, service accounts), globs and trusted controllers (`docs/semantics.md#matchers`, `docs/semantics.md#principals`).
 
 use serde::Deserialize;
 
@@ -272,7 +272,7 @@ impl Principals {
         })
     }
 
-    /// The default trusted controllers of SPEC 2.6.
+    /// The default trusted controllers of `docs/semantics.md#principals`.
     pub fn default_trusted_controllers() -> Self {
         let sas = [
             "replicaset-controller",

@@ -1,4 +1,4 @@
-//! Kubernetes `resource.Quantity` values (SPEC 2.14): parsing, exact comparison and
+//! Kubernetes `resource.Quantity` values (`docs/semantics.md#parsers`): parsing, exact comparison and
 //! arithmetic, never floating point.
 //!
 //! Grammar (as in `k8s.io/apimachinery/pkg/api/resource`):

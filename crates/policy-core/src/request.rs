@@ -1,5 +1,5 @@
 //! The admission request as the policy sees it: a typed envelope with the objects kept as
-//! generic JSON (SPEC 2.1).
+//! generic JSON (`docs/semantics.md#request-handling`).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -136,7 +136,7 @@ impl AdmissionRequest {
     }
 
     /// The namespace of the object: `metadata.namespace`, else the request namespace
-    /// (SPEC 2.1.5); `None` when both are empty.
+    /// (`docs/semantics.md#request-handling`); `None` when both are empty.
     pub fn object_namespace(&self) -> Option<&str> {
         self.object
             .get("metadata")

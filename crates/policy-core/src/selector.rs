@@ -1,10 +1,12 @@
-//! Kubernetes label selectors: `matchLabels` plus `matchExpressions`, ANDed (SPEC 2.4).
+//! Kubernetes label selectors: `matchLabels` plus `matchExpressions`, ANDed (`docs/semantics.md#selectors`).
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
 use crate::error::SettingsError;
+use crate::labels::{check_label, is_label_key, is_label_value};
+use crate::settings::is_reread;
 
 /// A label selector as written in settings.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -15,13 +17,13 @@ pub struct LabelSelectorSettings {
     pub match_labels: Option<BTreeMap<String, String>>,
     /// Set-based requirements.
     #[serde(default)]
-    pub match_expressions: Option<Vec<RequirementSettings>>,
+    pub match_expressions: Option<Vec<RawRequirement>>,
 }
 
 /// One `matchExpressions` entry as written in settings.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct RequirementSettings {
+pub struct RawRequirement {
     /// Label key.
     pub key: String,
     /// `In`, `NotIn`, `Exists`, `DoesNotExist`.
@@ -51,69 +53,91 @@ pub enum Requirement {
     DoesNotExist(String),
 }
 
+/// Refuses invalid label keys and values: `matchLabels["<key>"]`,
+/// `matchExpressions[i].key` and `matchExpressions[i].values[j]`.
+fn check_label_syntax(raw: &LabelSelectorSettings) -> Result<(), SettingsError> {
+    for (key, value) in raw.match_labels.iter().flatten() {
+        check_label("matchLabels", key, value)?;
+    }
+    for (i, r) in raw.match_expressions.iter().flatten().enumerate() {
+        if !is_label_key(&r.key) {
+            return Err(SettingsError::new(
+                format!("matchExpressions[{i}].key"),
+                format!("invalid label key {:?}", r.key),
+            ));
+        }
+        for (j, value) in r.values.iter().flatten().enumerate() {
+            if !is_label_value(value) {
+                return Err(SettingsError::new(
+                    format!("matchExpressions[{i}].values[{j}]"),
+                    format!("invalid label value {value:?}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Requirement {
+    /// Validates one `matchExpressions` entry at `path`: a key, a known operator, values
+    /// for `In`/`NotIn` and none for `Exists`/`DoesNotExist`.
+    fn build(path: &str, r: &RawRequirement) -> Result<Self, SettingsError> {
+        if r.key.is_empty() {
+            return Err(SettingsError::new(
+                format!("{path}.key"),
+                "must not be empty",
+            ));
+        }
+        let values = r.values.clone().unwrap_or_default();
+        let key = r.key.clone();
+        match r.operator.as_str() {
+            "In" | "NotIn" if values.is_empty() => Err(SettingsError::new(
+                format!("{path}.values"),
+                format!("operator {} needs at least one value", r.operator),
+            )),
+            "In" => Ok(Requirement::In(key, values)),
+            "NotIn" => Ok(Requirement::NotIn(key, values)),
+            "Exists" | "DoesNotExist" if !values.is_empty() => Err(SettingsError::new(
+                format!("{path}.values"),
+                format!("operator {} takes no values", r.operator),
+            )),
+            "Exists" => Ok(Requirement::Exists(key)),
+            "DoesNotExist" => Ok(Requirement::DoesNotExist(key)),
+            other => Err(SettingsError::new(
+                format!("{path}.operator"),
+                format!("{other:?} is not one of In, NotIn, Exists, DoesNotExist"),
+            )),
+        }
+    }
+}
+
 impl LabelSelector {
-    /// Validates a selector. An empty selector (`{}`) is refused as ambiguous (SPEC 2.4).
+    /// Validates a selector. An empty selector (`{}`) is refused as ambiguous
+    /// (`docs/semantics.md#selectors`); label keys and values must be valid
+    /// ([`crate::labels`], checked only when the settings are validated, not re-read).
     pub fn build(raw: &LabelSelectorSettings) -> Result<Self, SettingsError> {
         let match_labels = raw.match_labels.clone().unwrap_or_default();
-        for k in match_labels.keys() {
-            if k.is_empty() {
-                return Err(SettingsError::new(
-                    "matchLabels",
-                    "label keys must not be empty",
-                ));
-            }
+        if match_labels.keys().any(String::is_empty) {
+            return Err(SettingsError::new(
+                "matchLabels",
+                "label keys must not be empty",
+            ));
         }
-        let mut requirements = Vec::new();
-        for (i, r) in raw.match_expressions.iter().flatten().enumerate() {
-            let path = format!("matchExpressions[{i}]");
-            if r.key.is_empty() {
-                return Err(SettingsError::new(
-                    format!("{path}.key"),
-                    "must not be empty",
-                ));
-            }
-            let values = r.values.clone().unwrap_or_default();
-            let req = match r.operator.as_str() {
-                "In" | "NotIn" => {
-                    if values.is_empty() {
-                        return Err(SettingsError::new(
-                            format!("{path}.values"),
-                            format!("operator {} needs at least one value", r.operator),
-                        ));
-                    }
-                    if r.operator == "In" {
-                        Requirement::In(r.key.clone(), values)
-                    } else {
-                        Requirement::NotIn(r.key.clone(), values)
-                    }
-                }
-                "Exists" | "DoesNotExist" => {
-                    if !values.is_empty() {
-                        return Err(SettingsError::new(
-                            format!("{path}.values"),
-                            format!("operator {} takes no values", r.operator),
-                        ));
-                    }
-                    if r.operator == "Exists" {
-                        Requirement::Exists(r.key.clone())
-                    } else {
-                        Requirement::DoesNotExist(r.key.clone())
-                    }
-                }
-                other => {
-                    return Err(SettingsError::new(
-                        format!("{path}.operator"),
-                        format!("{other:?} is not one of In, NotIn, Exists, DoesNotExist"),
-                    ));
-                }
-            };
-            requirements.push(req);
-        }
+        let requirements = raw
+            .match_expressions
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, r)| Requirement::build(&format!("matchExpressions[{i}]"), r))
+            .collect::<Result<Vec<_>, _>>()?;
         if match_labels.is_empty() && requirements.is_empty() {
             return Err(SettingsError::new(
                 "",
                 "an empty selector is ambiguous (it would select everything); omit the restriction instead",
             ));
+        }
+        if !is_reread() {
+            check_label_syntax(raw)?;
         }
         Ok(LabelSelector {
             match_labels,
@@ -198,6 +222,44 @@ mod tests {
             build(json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}))
                 .unwrap_err();
         assert_eq!(e.path, "matchExpressions[0].operator");
+    }
+
+    #[test]
+    fn invalid_label_syntax_refused() {
+        let e = build(json!({"matchLabels": {"bad key": "x"}})).unwrap_err();
+        assert_eq!(e.to_string(), "matchLabels[\"bad key\"]: invalid label key");
+        assert_eq!(
+            e.under("selector").to_string(),
+            "selector.matchLabels[\"bad key\"]: invalid label key"
+        );
+        let e = build(json!({"matchLabels": {"env": "not valid"}})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "matchLabels[\"env\"]: invalid label value \"not valid\""
+        );
+        let e = build(json!({"matchExpressions": [{"key": "a/b/c", "operator": "Exists"}]}))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "matchExpressions[0].key: invalid label key \"a/b/c\""
+        );
+        let e = build(
+            json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["a", "-b"]}]}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "matchExpressions[0].values[1]: invalid label value \"-b\""
+        );
+        // an empty key keeps its own refusal
+        let e = build(json!({"matchLabels": {"": "x"}})).unwrap_err();
+        assert_eq!(e.to_string(), "matchLabels: label keys must not be empty");
+    }
+
+    #[test]
+    fn label_syntax_is_not_checked_again_on_reread() {
+        let reread = crate::settings::reread(|| build(json!({"matchLabels": {"bad key": "x"}})));
+        assert!(reread.is_ok());
     }
 
     #[test]

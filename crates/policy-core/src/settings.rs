@@ -1,5 +1,5 @@
 //! Settings-validation helpers: strict decoding with the offending settings path, and small
-//! checks shared by every policy (SPEC 2.13).
+//! checks shared by every policy (`docs/semantics.md#settings`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
@@ -50,7 +50,7 @@ pub fn converted<T, E: serde::de::Error>(result: Result<T, SettingsError>) -> Re
     })
 }
 
-/// Whether settings are being re-read by `validate` (SPEC 2.16): the host validated them
+/// Whether settings are being re-read by `validate` (`docs/semantics.md#cost`): the host validated them
 /// with `validate_settings` when it loaded the policy, so checks that cannot change a
 /// verdict (duplicate entries, regex syntax and compilation) are skipped; decoding and
 /// every check a verdict depends on still run. Outside [`reread`] this is `false`: full
@@ -73,7 +73,7 @@ pub fn reread<T>(f: impl FnOnce() -> T) -> T {
 
 /// Settings as the host sent them: the JSON text of a `validate` or `validate_settings`
 /// payload, or an already parsed value (nested settings, tests). Decoding from the text
-/// builds the typed settings directly, without an intermediate [`Value`] (SPEC 2.16).
+/// builds the typed settings directly, without an intermediate [`Value`] (`docs/semantics.md#cost`).
 #[derive(Clone, Copy, Debug)]
 pub enum Raw<'a> {
     /// JSON text.

@@ -47,7 +47,7 @@ pub use contract::{
 };
 pub use generate::{POD_KEYS, arb_json};
 
-/// The pod-bearing kinds of SPEC 2.2 as `(group, version, kind)`.
+/// The pod-bearing kinds of `docs/semantics.md#pod-bearing-kinds` as `(group, version, kind)`.
 pub const POD_KINDS: &[(&str, &str, &str)] = &[
     ("", "v1", "Pod"),
     ("", "v1", "ReplicationController"),

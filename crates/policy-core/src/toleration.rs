@@ -1,4 +1,4 @@
-//! Taints and tolerations: which toleration tolerates which taint (SPEC 3.1 rule 3).
+//! Taints and tolerations: which toleration tolerates which taint (pod-toleration-policy README rule 3).
 
 use std::fmt;
 

@@ -47,7 +47,7 @@ impl fmt::Display for Violation {
     }
 }
 
-/// Whether violations reject the request or only warn (SPEC 2.12).
+/// Whether violations reject the request or only warn (`docs/semantics.md#warnings-and-mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {

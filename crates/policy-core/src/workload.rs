@@ -1,4 +1,4 @@
-//! Which pod spec a pod policy judges for a request (SPEC 2.1, 2.2, 2.9): the Pod itself
+//! Which pod spec a pod policy judges for a request (`docs/semantics.md#request-handling`, `docs/semantics.md#pod-bearing-kinds`, `docs/semantics.md#create-and-update`): the Pod itself
 //! on CREATE (and on UPDATE where the policy judges Pod updates), a workload's template on
 //! CREATE and on UPDATEs that changed the template; nothing otherwise.
 //!

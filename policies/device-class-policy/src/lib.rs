@@ -1,15 +1,16 @@
 //! device-class-policy: ResourceClaims and ResourceClaimTemplates (DRA) may request only
 //! allowed DeviceClasses — in every request, `exactly` or any `firstAvailable`
-//! subrequest, in every served API version — and no admin access (SPEC 3.5).
+//! subrequest, in every served API version — and no admin access (README rules 1–5).
 
 pub mod settings;
 
 use policy_core::class::{ClassKind, record};
 use policy_core::cluster::{HostCapabilities, Lookups};
+use policy_core::gate::{Gate, HandledKind, required};
 use policy_core::json::At;
-use policy_core::policy::{Policy, unsupported_kind};
+use policy_core::policy::Policy;
 use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_core::{PolicyError, Verdict};
 
 pub use settings::Settings;
 
@@ -31,6 +32,20 @@ fn admin_access(
     Ok(())
 }
 
+/// The kinds handled: ResourceClaims and ResourceClaimTemplates of every served version.
+const CLAIM_KINDS: [HandledKind; 2] = [
+    HandledKind {
+        group: "resource.k8s.io",
+        versions: &["v1", "v1beta2", "v1beta1"],
+        kind: "ResourceClaim",
+    },
+    HandledKind {
+        group: "resource.k8s.io",
+        versions: &["v1", "v1beta2", "v1beta1"],
+        kind: "ResourceClaimTemplate",
+    },
+];
+
 impl Policy for DeviceClassPolicy {
     const NAME: &'static str = "device-class-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
@@ -44,87 +59,127 @@ impl Policy for DeviceClassPolicy {
         settings: &Settings,
         lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
-        let k = &request.kind;
-        let version = k.version.as_str();
-        let served =
-            k.group == "resource.k8s.io" && matches!(version, "v1" | "v1beta2" | "v1beta1");
-        let template = match k.kind.as_str() {
-            "ResourceClaim" if served => false,
-            "ResourceClaimTemplate" if served => true,
-            _ => return Err(unsupported_kind(Self::NAME, request)),
+        let gate = Gate {
+            kinds: &CLAIM_KINDS,
+            operations: Self::OPERATIONS,
         };
-        let object = request.object()?;
-        let mut spec = object
-            .get_object("spec")?
-            .ok_or_else(|| PolicyError::malformed(&FieldPath::root("spec"), "missing"))?;
-        if template {
-            spec = spec
-                .get_object("spec")?
-                .ok_or_else(|| PolicyError::malformed(&spec.path.field("spec"), "missing"))?;
+        let Some(claim) = gate.admit(Self::NAME, request)? else {
+            return Ok(Verdict::accept());
+        };
+        let mut spec = claim.spec()?;
+        if claim.kind.kind == "ResourceClaimTemplate" {
+            spec = required(&spec, "spec")?;
         }
         let requests = match spec.get_object("devices")? {
             Some(devices) => devices.get_list("requests")?,
             None => Vec::new(),
         };
-        let kind = ClassKind::new(&settings.device_class_api_version, "DeviceClass");
-        let v1beta1 = version == "v1beta1";
+        let judge = Requests {
+            settings,
+            kind: ClassKind::new(&settings.device_class_api_version, "DeviceClass"),
+            v1beta1: request.kind.version == "v1beta1",
+        };
         let mut verdict = Verdict::accept();
         for req in requests {
-            req.object()?;
-            let subrequests = req.get_list("firstAvailable")?;
-            // The node naming the class outright: v1beta1 the request, v1/v1beta2 `exactly`.
-            let (exact, exact_key) = if v1beta1 {
-                (Some(req.clone()), "deviceClassName")
-            } else {
-                (req.get_object("exactly")?, "exactly.deviceClassName")
-            };
-            let exact_class = match &exact {
-                Some(node) => node.get_str("deviceClassName")?,
-                None => None,
-            };
-            if exact_class.is_none() && subrequests.is_empty() {
-                verdict.violation(
-                    &req.path,
-                    format!("the request names no DeviceClass; set {exact_key} or firstAvailable[].deviceClassName"),
-                );
-            }
-            // Classes and admin access are judged node by node, in document order.
-            if let Some(node) = &exact {
-                let path = node.path.field("deviceClassName");
-                match exact_class {
-                    Some(class) => record(
-                        settings.classes.judge(&kind, class, lookups),
-                        &path,
-                        settings.on_lookup_error,
-                        &mut verdict,
-                    )?,
-                    // An `exactly` without class next to `firstAvailable` is still judged.
-                    None if !v1beta1 && !subrequests.is_empty() => {
-                        verdict.violation(&path, "missing; every request must name a DeviceClass")
-                    }
-                    None => {}
-                }
-                admin_access(node, settings, &mut verdict)?;
-            }
-            for sub in &subrequests {
-                sub.object()?;
-                let path = sub.path.field("deviceClassName");
-                match sub.get_str("deviceClassName")? {
-                    Some(class) => record(
-                        settings.classes.judge(&kind, class, lookups),
-                        &path,
-                        settings.on_lookup_error,
-                        &mut verdict,
-                    )?,
-                    None => verdict.violation(
-                        &path,
-                        "missing; every firstAvailable subrequest must name a DeviceClass",
-                    ),
-                }
-                admin_access(sub, settings, &mut verdict)?;
-            }
+            judge.request(&req, lookups, &mut verdict)?;
         }
         Ok(verdict)
+    }
+}
+
+/// The rules applied to each device request of a claim.
+struct Requests<'a> {
+    settings: &'a Settings,
+    kind: ClassKind,
+    /// v1beta1 names the class on the request itself; v1 and v1beta2 under `exactly`.
+    v1beta1: bool,
+}
+
+impl Requests<'_> {
+    /// README rules 1–4 for one request: every class named by it or its `firstAvailable`
+    /// subrequests is judged, node by node in document order.
+    fn request(
+        &self,
+        req: &At<'_>,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        req.object()?;
+        let subrequests = req.get_list("firstAvailable")?;
+        // The node naming the class outright: v1beta1 the request, v1/v1beta2 `exactly`.
+        let (exact, exact_key) = if self.v1beta1 {
+            (Some(req.clone()), "deviceClassName")
+        } else {
+            (req.get_object("exactly")?, "exactly.deviceClassName")
+        };
+        let exact_class = match &exact {
+            Some(node) => node.get_str("deviceClassName")?,
+            None => None,
+        };
+        if exact_class.is_none() && subrequests.is_empty() {
+            verdict.violation(
+                &req.path,
+                format!("the request names no DeviceClass; set {exact_key} or firstAvailable[].deviceClassName"),
+            );
+        }
+        if let Some(node) = &exact {
+            self.exact(node, exact_class, !subrequests.is_empty(), lookups, verdict)?;
+        }
+        for sub in &subrequests {
+            self.subrequest(sub, lookups, verdict)?;
+        }
+        Ok(())
+    }
+
+    /// README rules 2–4 for the node naming the class outright: its class is judged (an
+    /// `exactly` without class next to `firstAvailable` is a violation), then admin access.
+    fn exact(
+        &self,
+        node: &At<'_>,
+        class: Option<&str>,
+        has_subrequests: bool,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        let path = node.path.field("deviceClassName");
+        match class {
+            Some(class) => record(
+                self.settings.classes.judge(&self.kind, class, lookups),
+                &path,
+                self.settings.on_lookup_error,
+                verdict,
+            )?,
+            None if !self.v1beta1 && has_subrequests => {
+                verdict.violation(&path, "missing; every request must name a DeviceClass")
+            }
+            None => {}
+        }
+        admin_access(node, self.settings, verdict)
+    }
+
+    /// README rules 2–4 for a `firstAvailable` subrequest: it must name an allowed class
+    /// and request no admin access.
+    fn subrequest(
+        &self,
+        sub: &At<'_>,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        sub.object()?;
+        let path = sub.path.field("deviceClassName");
+        match sub.get_str("deviceClassName")? {
+            Some(class) => record(
+                self.settings.classes.judge(&self.kind, class, lookups),
+                &path,
+                self.settings.on_lookup_error,
+                verdict,
+            )?,
+            None => verdict.violation(
+                &path,
+                "missing; every firstAvailable subrequest must name a DeviceClass",
+            ),
+        }
+        admin_access(sub, self.settings, verdict)
     }
 }
 

@@ -1,4 +1,4 @@
-//! Settings of device-class-policy: a class allow-list without default (SPEC 2.5),
+//! Settings of device-class-policy: a class allow-list without default (`docs/semantics.md#class-allow-lists`),
 //! `allowAdminAccess`, `deviceClassApiVersion` and `onLookupError`.
 
 use policy_core::SettingsError;
@@ -7,7 +7,7 @@ use policy_core::cluster::OnLookupError;
 use policy_core::settings::{Raw, decode};
 
 /// The settings as written: a class allow-list at the top level, and the policy's own fields.
-pub use policy_core::class::TopLevel as RawSettings;
+pub use policy_core::class::RawTopLevel as RawSettings;
 use serde::Deserialize;
 
 /// API versions DeviceClasses can be fetched with.

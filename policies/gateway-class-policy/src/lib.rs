@@ -1,12 +1,13 @@
 //! gateway-class-policy: Gateways may name only allowed GatewayClasses; a Gateway created
-//! without class gets the tenant default (SPEC 3.7).
+//! without class gets the tenant default (README rules 1–3).
 
-use policy_core::class::{ClassKind, ClassPolicySettings, record};
+use policy_core::class::{ClassKind, ClassPolicySettings, DefaultClass, record};
 use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::policy::{Policy, unsupported_kind};
+use policy_core::gate::{Gate, HandledKind};
+use policy_core::policy::Policy;
 use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{FieldPath, PolicyError, Verdict};
-use serde_json::{Value, json};
+use policy_core::{PolicyError, Verdict};
+use serde_json::Value;
 
 /// The policy's settings: a class allow-list and `onLookupError`.
 pub type Settings = ClassPolicySettings;
@@ -14,7 +15,21 @@ pub type Settings = ClassPolicySettings;
 /// The policy.
 pub struct GatewayClassPolicy;
 
+/// The Gateway API group.
 const GROUP: &str = "gateway.networking.k8s.io";
+
+/// The kinds handled (Gateways of the served versions) and the operations judged.
+fn gate() -> Gate {
+    const GATEWAY: [HandledKind; 1] = [HandledKind {
+        group: GROUP,
+        versions: &["v1", "v1beta1"],
+        kind: "Gateway",
+    }];
+    Gate {
+        kinds: &GATEWAY,
+        operations: GatewayClassPolicy::OPERATIONS,
+    }
+}
 
 fn gateway_class() -> ClassKind {
     ClassKind::new("gateway.networking.k8s.io/v1", "GatewayClass")
@@ -32,7 +47,7 @@ fn class_name(object: &Value) -> Option<&str> {
 impl Policy for GatewayClassPolicy {
     const NAME: &'static str = "gateway-class-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = policy_core::class::TopLevel;
+    type RawSettings = policy_core::class::RawTopLevel;
     type Settings = Settings;
 
     fn validate(
@@ -40,24 +55,19 @@ impl Policy for GatewayClassPolicy {
         settings: &Settings,
         lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
-        let k = &request.kind;
-        if !(k.group == GROUP
-            && matches!(k.version.as_str(), "v1" | "v1beta1")
-            && k.kind == "Gateway")
-        {
-            return Err(unsupported_kind(Self::NAME, request));
-        }
-        let create = request.operation == Operation::Create;
-        let object = request.object()?;
-        let spec = object
-            .get_object("spec")?
-            .ok_or_else(|| PolicyError::malformed(&FieldPath::root("spec"), "missing"))?;
+        let Some(gateway) = gate().admit(Self::NAME, request)? else {
+            return Ok(Verdict::accept());
+        };
+        // The view before the changed step: a Gateway without spec is malformed (400) even
+        // on an UPDATE that leaves the class alone.
+        let spec = gateway.spec()?;
         let path = spec.path.field("gatewayClassName");
         let name = spec.get_str("gatewayClassName")?.filter(|n| !n.is_empty());
-        if !create && name == class_name(request.old_object()?.value) {
-            // UPDATE: judged only when the class changed (listeners are not judged).
+        // UPDATE: judged only when the class changed (listeners are not judged).
+        if !gateway.changed(class_name)? {
             return Ok(Verdict::accept());
         }
+        let create = request.operation == Operation::Create;
         let mut verdict = Verdict::accept();
         match (name, settings.classes.default()) {
             (Some(name), _) => {
@@ -68,9 +78,12 @@ impl Policy for GatewayClassPolicy {
                     &mut verdict,
                 )?;
             }
-            (None, Some(default)) if create => {
-                verdict.edit_set(&["spec"], "gatewayClassName", json!(default));
+            (None, Some(default)) if create => DefaultClass {
+                kind: &gateway_class(),
+                name: default,
+                field: "gatewayClassName",
             }
+            .set_name(&mut verdict),
             (None, _) => verdict.violation(
                 &path,
                 format!(
@@ -119,6 +132,7 @@ mod tests {
     use super::*;
     use policy_core::cluster::Objects;
     use policy_core::policy::{ValidationResponse, evaluate};
+    use serde_json::json;
 
     fn run(version: &str, spec: Value, settings: Value) -> ValidationResponse {
         let payload = json!({

@@ -1,8 +1,8 @@
 //! node-selector-policy: Pods carry the tenant's required node selector (merged on CREATE,
 //! conflicts rejected), get default pairs with a per-namespace annotation override, and may
-//! be kept from pinning themselves to nodes with `spec.nodeName` (SPEC 3.4).
+//! be kept from pinning themselves to nodes with `spec.nodeName` (README rules 1–6).
 
-pub mod labels;
+pub mod annotation;
 pub mod settings;
 
 use std::collections::HashSet;
@@ -97,6 +97,8 @@ fn forbid_node_name<'a>(
     Ok(Some(node))
 }
 
+/// Pod CREATE: rules 1–5 — required pairs merged (conflicts refused), defaults added,
+/// `spec.nodeName` pinning judged; the pairs are written only when nothing is violated.
 fn pod_create(
     request: &AdmissionRequest,
     pod: &PodView<'_>,
@@ -128,31 +130,48 @@ fn pod_create(
     if let Some(node) = forbid_node_name(pod, request, settings, verdict)?
         && !settings.required_node_selector.is_empty()
     {
-        let path = pod.spec.path.field("nodeName");
-        match lookups.get(&GetRequest::cluster_scoped("v1", "Node", node)) {
-            Err(e) => skip_on_lookup_error(e, &path, settings.on_lookup_error, verdict)?,
-            Ok(None) => verdict.violation(&path, format!("Node {node:?} does not exist")),
-            Ok(Some(found)) => {
-                let labels = found.get("metadata").and_then(|m| m.get("labels"));
-                for (key, value) in settings.required_node_selector.iter() {
-                    let label = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-                    if label != Some(value) {
-                        let has = match label {
-                            Some(l) => format!("{key}={l}"),
-                            None => format!("no {key} label"),
-                        };
-                        verdict.violation(
-                            &path,
-                            format!("Node {node:?} lacks the required node selector {key}={value} (it has {has})"),
-                        );
-                    }
-                }
-            }
-        }
+        node_has_required_labels(pod, node, settings, lookups, verdict)?;
     }
     if verdict.is_clean() && !added.is_empty() {
         for (key, value) in added {
             verdict.edit_set(&["spec", "nodeSelector"], key, json!(value));
+        }
+    }
+    Ok(())
+}
+
+/// Rule 5: a Pod pinned with `spec.nodeName` while required pairs are configured — the Node
+/// must exist and carry every required pair as a label.
+fn node_has_required_labels(
+    pod: &PodView<'_>,
+    node: &str,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let path = pod.spec.path.field("nodeName");
+    let found = match lookups.get(&GetRequest::cluster_scoped("v1", "Node", node)) {
+        Err(e) => return skip_on_lookup_error(e, &path, settings.on_lookup_error, verdict),
+        Ok(None) => {
+            verdict.violation(&path, format!("Node {node:?} does not exist"));
+            return Ok(());
+        }
+        Ok(Some(found)) => found,
+    };
+    let labels = found.get("metadata").and_then(|m| m.get("labels"));
+    for (key, value) in settings.required_node_selector.iter() {
+        let label = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+        if label != Some(value) {
+            let has = match label {
+                Some(l) => format!("{key}={l}"),
+                None => format!("no {key} label"),
+            };
+            verdict.violation(
+                &path,
+                format!(
+                    "Node {node:?} lacks the required node selector {key}={value} (it has {has})"
+                ),
+            );
         }
     }
     Ok(())
@@ -189,7 +208,7 @@ fn defaults(
     let Some(text) = text else {
         return Ok(Some(from_settings()));
     };
-    match labels::parse_selector(text) {
+    match annotation::parse_selector(text) {
         Some(pairs) => Ok(Some(pairs)),
         None => {
             verdict.violation(

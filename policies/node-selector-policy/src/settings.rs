@@ -6,7 +6,7 @@ use policy_core::names::NameMap;
 use policy_core::settings::{Raw, is_reread};
 use serde::Deserialize;
 
-use crate::labels::{is_label_key, is_label_value};
+use policy_core::labels::{check_label, is_label_key};
 
 /// How default pairs are added.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -66,18 +66,7 @@ fn check_map(name: &str, map: &NameMap) -> Result<(), SettingsError> {
         ));
     }
     for (k, v) in map.iter() {
-        if !is_label_key(k) {
-            return Err(SettingsError::new(
-                format!("{name}[{k:?}]"),
-                "invalid label key",
-            ));
-        }
-        if !is_label_value(v) {
-            return Err(SettingsError::new(
-                format!("{name}[{k:?}]"),
-                format!("invalid label value {v:?}"),
-            ));
-        }
+        check_label(name, k, v)?;
     }
     Ok(())
 }

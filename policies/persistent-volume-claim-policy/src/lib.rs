@@ -1,16 +1,17 @@
 //! persistent-volume-claim-policy: claims (PVCs, StatefulSet volumeClaimTemplates, ephemeral
 //! volume templates) may use only allowed StorageClasses, the tenant default replaces a
 //! missing class and the cluster default, and a claim may not bind or select another
-//! tenant's PersistentVolumes (SPEC 3.9).
+//! tenant's PersistentVolumes (README rules 1–10).
 
 pub mod settings;
 
 use policy_core::class::{ClassAllowList, ClassFetch, ClassKind, record, skip_on_lookup_error};
 use policy_core::cluster::{GetRequest, HostCapabilities, Lookups, OnLookupError};
+use policy_core::gate::{Gate, HandledKind};
 use policy_core::json::At;
 use policy_core::mutation::{push, set};
 use policy_core::pod::{PodKind, PodView};
-use policy_core::policy::{Policy, unsupported_kind};
+use policy_core::policy::Policy;
 use policy_core::request::{AdmissionRequest, Operation};
 use policy_core::{FieldPath, PolicyError, Verdict};
 use serde_json::{Value, json};
@@ -139,6 +140,13 @@ fn changed(request: &AdmissionRequest, pointer: &str) -> Result<bool, PolicyErro
     Ok(request.object.pointer(pointer) != request.old_object()?.value.pointer(pointer))
 }
 
+/// The claim kind handled beside the pod-bearing kinds.
+const CLAIM: [HandledKind; 1] = [HandledKind {
+    group: "",
+    versions: &["v1"],
+    kind: "PersistentVolumeClaim",
+}];
+
 impl Policy for PersistentVolumeClaimPolicy {
     const NAME: &'static str = "persistent-volume-claim-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
@@ -150,23 +158,57 @@ impl Policy for PersistentVolumeClaimPolicy {
         settings: &Settings,
         lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
-        let k = &request.kind;
-        let is_claim = k.group.is_empty() && k.version == "v1" && k.kind == "PersistentVolumeClaim";
-        let pod_kind = PodKind::of_request(request);
-        if !is_claim && pod_kind.is_none() {
-            return Err(unsupported_kind(Self::NAME, request));
-        }
         let mut verdict = Verdict::accept();
-        if is_claim {
-            judge_claim(request, settings, lookups, &mut verdict)?;
+        if let Some(kind) = PodKind::of_request(request) {
+            if let Some(classes) = &settings.storage_classes {
+                let on_error = settings.on_lookup_error;
+                let templates = TemplateClaims {
+                    classes,
+                    on_error,
+                    lookups,
+                };
+                templates.judge(request, kind, &mut verdict)?;
+            }
             return Ok(verdict);
         }
-        let (Some(kind), Some(classes)) = (pod_kind, &settings.storage_classes) else {
+        let gate = Gate {
+            kinds: &CLAIM,
+            operations: Self::OPERATIONS,
+        };
+        let Some(admitted) = gate.admit(Self::NAME, request)? else {
             return Ok(verdict);
         };
+        let mut claim = Claim {
+            request,
+            spec: admitted.spec()?,
+            object: admitted.object,
+            settings,
+            mutated: None,
+        };
+        claim.judge(lookups, &mut verdict)?;
+        Ok(verdict)
+    }
+}
+
+/// README rule 6: the claim templates of a workload (StatefulSet `volumeClaimTemplates`,
+/// ephemeral volumes of the pod spec), judged by rules 1, 4 and 5.
+struct TemplateClaims<'a, 'l, 'c> {
+    classes: &'a ClassAllowList,
+    on_error: OnLookupError,
+    lookups: &'l mut Lookups<'c>,
+}
+
+impl TemplateClaims<'_, '_, '_> {
+    /// Judges the StatefulSet's templates (on UPDATE only when they changed) and the
+    /// ephemeral volume claim templates (on UPDATE only when they changed).
+    fn judge(
+        mut self,
+        request: &AdmissionRequest,
+        kind: PodKind,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
         let object = request.object()?;
         let update = request.operation == Operation::Update;
-        // StatefulSet volumeClaimTemplates.
         let templates_judged = !update || changed(request, "/spec/volumeClaimTemplates")?;
         if kind == PodKind::StatefulSet
             && templates_judged
@@ -174,107 +216,136 @@ impl Policy for PersistentVolumeClaimPolicy {
         {
             for template in spec.get_list("volumeClaimTemplates")? {
                 template.object()?;
-                judge_template_claim(
-                    &template,
-                    classes,
-                    settings.on_lookup_error,
-                    lookups,
-                    &mut verdict,
-                )?;
+                self.claim(&template, verdict)?;
             }
         }
-        // Ephemeral volume claim templates of the pod spec.
         let Some(pod) = PodView::read(object.value, kind)? else {
-            return Ok(verdict);
+            return Ok(());
         };
         let claims = ephemeral_claims(&pod.spec)?;
-        if update {
-            let old = request.old_object()?;
-            let old_claims: Vec<&Value> = match PodView::read(old.value, kind) {
-                Ok(Some(old_pod)) => ephemeral_claims(&old_pod.spec)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|a| a.value)
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let new_claims: Vec<&Value> = claims.iter().map(|a| a.value).collect();
-            if old_claims == new_claims {
-                return Ok(verdict);
-            }
+        if update && !ephemeral_claims_changed(request, kind, &claims)? {
+            return Ok(());
         }
         for claim in claims {
-            judge_template_claim(
-                &claim,
-                classes,
-                settings.on_lookup_error,
-                lookups,
-                &mut verdict,
-            )?;
+            self.claim(&claim, verdict)?;
         }
-        Ok(verdict)
+        Ok(())
+    }
+
+    /// Rules 1, 4 and 5 for one claim template: nil is accepted.
+    fn claim(&mut self, base: &At<'_>, verdict: &mut Verdict) -> Result<(), PolicyError> {
+        judge_template_claim(base, self.classes, self.on_error, self.lookups, verdict)
     }
 }
 
-/// A PersistentVolumeClaim: storage class rules 1–5, then cross-tenant binding rules 7–10.
-fn judge_claim(
+/// Whether an UPDATE changed the ephemeral volume claim templates of the pod spec (an old
+/// object without a readable pod spec has none).
+fn ephemeral_claims_changed(
     request: &AdmissionRequest,
-    settings: &Settings,
-    lookups: &mut Lookups<'_>,
-    verdict: &mut Verdict,
-) -> Result<(), PolicyError> {
-    let object = request.object()?;
-    let spec = object
-        .get_object("spec")?
-        .ok_or_else(|| PolicyError::malformed(&FieldPath::root("spec"), "missing"))?;
-    let create = request.operation == Operation::Create;
-    let mut mutated: Option<Value> = None;
-    if let Some(classes) = &settings.storage_classes {
-        judge_claim_class(
-            request,
-            &object,
-            classes,
-            settings,
-            lookups,
-            verdict,
-            &mut mutated,
-        )?;
-    }
-    if let Some(binding) = &settings.volume_binding {
-        judge_binding(
-            request,
-            &spec,
-            binding,
-            settings.on_lookup_error,
-            create,
-            lookups,
-            verdict,
-            &mut mutated,
-        )?;
-    }
-    if let Some(m) = mutated
-        && verdict.is_clean()
-    {
-        verdict.mutate(m);
-    }
-    Ok(())
+    kind: PodKind,
+    claims: &[At<'_>],
+) -> Result<bool, PolicyError> {
+    let old = request.old_object()?;
+    let old_claims: Vec<&Value> = match PodView::read(old.value, kind) {
+        Ok(Some(old_pod)) => ephemeral_claims(&old_pod.spec)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| a.value)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let new_claims: Vec<&Value> = claims.iter().map(|a| a.value).collect();
+    Ok(old_claims != new_claims)
 }
 
-fn judge_claim_class(
-    request: &AdmissionRequest,
-    object: &At<'_>,
-    classes: &ClassAllowList,
-    settings: &Settings,
-    lookups: &mut Lookups<'_>,
-    verdict: &mut Verdict,
-    mutated: &mut Option<Value>,
-) -> Result<(), PolicyError> {
-    let claim = ClaimClass::read(object)?;
-    let kind = storage_class();
-    let on_error = settings.on_lookup_error;
-    if request.operation == Operation::Update {
-        // Rule 5: judged only when the effective class (or the pair) changed.
-        let old = request.old_object()?;
+/// A PersistentVolumeClaim being judged: storage class rules 1–5, then cross-tenant
+/// binding rules 7–10; the edits of both are applied together, only when no rule is
+/// violated.
+struct Claim<'a> {
+    request: &'a AdmissionRequest,
+    object: At<'a>,
+    spec: At<'a>,
+    settings: &'a Settings,
+    /// The claim with the edits made so far.
+    mutated: Option<Value>,
+}
+
+impl Claim<'_> {
+    /// Applies every configured rule and, when no rule is violated, the edits.
+    fn judge(
+        &mut self,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        if let Some(classes) = &self.settings.storage_classes {
+            self.judge_class(classes, lookups, verdict)?;
+        }
+        if let Some(binding) = &self.settings.volume_binding {
+            self.judge_binding(binding, lookups, verdict)?;
+        }
+        if let Some(m) = self.mutated.take()
+            && verdict.is_clean()
+        {
+            verdict.mutate(m);
+        }
+        Ok(())
+    }
+
+    /// The claim with the edits made so far (the request's object before the first).
+    fn mutated(&mut self) -> &mut Value {
+        let request = self.request;
+        self.mutated.get_or_insert_with(|| request.object.clone())
+    }
+
+    /// Writes the tenant default class into `spec.storageClassName`.
+    fn write_default(&mut self, default: &str) -> Result<(), PolicyError> {
+        set(
+            self.mutated(),
+            &["spec"],
+            "storageClassName",
+            json!(default),
+        )
+    }
+
+    /// README rules 1–5: the claim's StorageClass.
+    fn judge_class(
+        &mut self,
+        classes: &ClassAllowList,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        let object = self.object.clone();
+        let claim = ClaimClass::read(&object)?;
+        if self.request.operation == Operation::Update {
+            return self.judge_class_update(&claim, classes, lookups, verdict);
+        }
+        claim.mismatch(verdict);
+        let (effective, path) = claim.effective();
+        let Some(class) = effective else {
+            return self.nil_class(classes, path, verdict);
+        };
+        let kind = storage_class();
+        let mut fetch = ClassFetch::new(&kind, class);
+        if self.cluster_default_replaced(&claim, classes, class, &mut fetch, lookups, verdict)? {
+            return Ok(());
+        }
+        // Rules 4 and 5.
+        let outcome = classes.judge_with(&kind, class, || fetch.get(lookups));
+        record(outcome, path, self.settings.on_lookup_error, verdict)
+    }
+
+    /// README rule 5 on UPDATE: judged only when the effective class (or the pair) changed.
+    /// Removing the legacy annotation of a claim without field leaves it class-less: nothing
+    /// is mutated on UPDATE, and a nil class binds like `""` when no cluster default exists,
+    /// so rule 2 refuses it.
+    fn judge_class_update(
+        &self,
+        claim: &ClaimClass<'_>,
+        classes: &ClassAllowList,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        let old = self.request.old_object()?;
         let before = ClaimClass::read(&old)?;
         if (before.annotation, before.field) == (claim.annotation, claim.field) {
             return Ok(());
@@ -282,192 +353,280 @@ fn judge_claim_class(
         claim.mismatch(verdict);
         match claim.effective() {
             (Some(c), path) => {
-                record(classes.judge(&kind, c, lookups), path, on_error, verdict)?;
+                let outcome = classes.judge(&storage_class(), c, lookups);
+                record(outcome, path, self.settings.on_lookup_error, verdict)
             }
-            // Removing the legacy annotation of a claim without field leaves it class-less:
-            // nothing is mutated on UPDATE, and a nil class binds like `""` when no cluster
-            // default exists, so rule 2 refuses it.
-            (None, path) => verdict.violation(
-                path,
-                format!(
-                    "a StorageClass is required; allowed: {}",
-                    classes.describe()
-                ),
-            ),
-        }
-        return Ok(());
-    }
-    claim.mismatch(verdict);
-    let (effective, path) = claim.effective();
-    let default = classes.default();
-    let write_default = |mutated: &mut Option<Value>, d: &str| -> Result<(), PolicyError> {
-        let target = mutated.get_or_insert_with(|| request.object.clone());
-        set(target, &["spec"], "storageClassName", json!(d))
-    };
-    let Some(c) = effective else {
-        // Rule 2: nil.
-        match default {
-            Some(d) => write_default(mutated, d)?,
-            None => verdict.violation(
-                path,
-                format!(
-                    "a StorageClass is required; allowed: {}",
-                    classes.describe()
-                ),
-            ),
-        }
-        return Ok(());
-    };
-    // Rule 3: the cluster default injected by DefaultStorageClass counts as nil.
-    let mut fetch = ClassFetch::new(&kind, c);
-    if let Some(d) = default
-        && claim.annotation.is_none()
-        && settings.replace_cluster_default
-        && d != c
-        && !c.is_empty()
-    {
-        match fetch.get(lookups) {
-            Ok(Some(class)) if is_cluster_default(&class) => {
-                write_default(mutated, d)?;
-                return Ok(());
+            (None, path) => {
+                verdict.violation(path, class_required(classes));
+                Ok(())
             }
-            Ok(_) => {}
-            Err(e) => skip_on_lookup_error(e, path, on_error, verdict)?,
         }
     }
-    // Rules 4 and 5.
-    let outcome = classes.judge_with(&kind, c, || fetch.get(lookups));
-    record(outcome, path, on_error, verdict)
-}
 
-#[allow(clippy::too_many_arguments)]
-fn judge_binding(
-    request: &AdmissionRequest,
-    spec: &At<'_>,
-    binding: &VolumeBinding,
-    on_error: OnLookupError,
-    create: bool,
-    lookups: &mut Lookups<'_>,
-    verdict: &mut Verdict,
-    mutated: &mut Option<Value>,
-) -> Result<(), PolicyError> {
-    let volume_name = spec.get_str("volumeName")?.filter(|v| !v.is_empty());
-    let volume_path = spec.path.field("volumeName");
-    // Rule 7: CREATE with volumeName, or UPDATE setting it on a claim not yet Bound.
-    let judge_volume = match volume_name {
-        None => false,
-        Some(_) if create => true,
-        Some(name) => {
-            let old = request.old_object()?;
-            let old_name = match old.get_object("spec")? {
-                Some(s) => s.get_str("volumeName")?,
-                None => None,
-            };
-            let phase = match old.get_object("status")? {
-                Some(s) => s.get_str("phase")?,
-                None => None,
-            };
-            old_name != Some(name) && phase != Some("Bound")
-        }
-    };
-    let selector = spec.get_object("selector")?;
-    let judge_selector = create && binding.pin_selector && selector.is_some();
-    if !judge_volume && !judge_selector {
-        return Ok(());
-    }
-    // Rule 8: the claim's tenant.
-    let namespace = request.namespace()?;
-    let tenant = match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
-        Err(e) => return skip_on_lookup_error(e, &FieldPath::empty(), on_error, verdict),
-        Ok(ns) => ns
-            .and_then(|n| n.get("metadata"))
-            .and_then(|m| m.get("labels"))
-            .and_then(|l| l.get(&binding.tenant_label))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-    };
-    let Some(tenant) = tenant else {
-        return Ok(());
-    };
-    // Rule 9: the PersistentVolume must be the tenant's.
-    if judge_volume && let Some(name) = volume_name {
-        match lookups.get(&GetRequest::cluster_scoped("v1", "PersistentVolume", name)) {
-            Err(e) => skip_on_lookup_error(e, &volume_path, on_error, verdict)?,
-            Ok(None) => verdict.violation(
-                &volume_path,
-                format!("PersistentVolume {name:?} does not exist"),
-            ),
-            Ok(Some(pv)) => {
-                let label = pv
-                    .get("metadata")
-                    .and_then(|m| m.get("labels"))
-                    .and_then(|l| l.get(&binding.tenant_label))
-                    .and_then(Value::as_str);
-                match label {
-                    Some(t) if t == tenant => {}
-                    Some(_) => verdict.violation(
-                        &volume_path,
-                        format!(
-                            "PersistentVolume {name:?} belongs to another tenant; cross-tenant volume binding is not allowed"
-                        ),
-                    ),
-                    None if binding.allow_unlabelled_volumes => {}
-                    None => verdict.violation(
-                        &volume_path,
-                        format!(
-                            "PersistentVolume {name:?} has no {} label; only volumes labelled for tenant {tenant:?} may be bound",
-                            binding.tenant_label
-                        ),
-                    ),
-                }
+    /// README rule 2: a claim created without class gets the tenant default; without a
+    /// default it is refused.
+    fn nil_class(
+        &mut self,
+        classes: &ClassAllowList,
+        path: &FieldPath,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        match classes.default() {
+            Some(d) => self.write_default(d),
+            None => {
+                verdict.violation(path, class_required(classes));
+                Ok(())
             }
         }
     }
-    // Rule 10: pin the selector to the tenant.
-    if judge_selector && let Some(selector) = selector {
-        let key = binding.tenant_label.as_str();
-        let mut pinned = false;
-        if let Some(labels) = selector.get_object("matchLabels")?
-            && let Some(value) = labels.get_str(key)?
+
+    /// README rule 3: the cluster default injected by DefaultStorageClass counts as nil and
+    /// is replaced by the tenant default. Returns whether it was.
+    fn cluster_default_replaced(
+        &mut self,
+        claim: &ClaimClass<'_>,
+        classes: &ClassAllowList,
+        class: &str,
+        fetch: &mut ClassFetch<'_>,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<bool, PolicyError> {
+        let Some(default) = classes.default() else {
+            return Ok(false);
+        };
+        if claim.annotation.is_some()
+            || !self.settings.replace_cluster_default
+            || default == class
+            || class.is_empty()
         {
-            if value == tenant {
-                pinned = true;
-            } else {
-                verdict.violation(
-                    &labels.path.key(key),
-                    format!("{value:?} selects volumes of another tenant; only tenant {tenant:?} may be selected"),
-                );
+            return Ok(false);
+        }
+        match fetch.get(lookups) {
+            Ok(Some(found)) if is_cluster_default(&found) => {
+                self.write_default(default)?;
+                Ok(true)
+            }
+            Ok(_) => Ok(false),
+            Err(e) => {
+                let path = claim.effective().1;
+                skip_on_lookup_error(e, path, self.settings.on_lookup_error, verdict)?;
+                Ok(false)
             }
         }
-        for expression in selector.get_list("matchExpressions")? {
-            if expression.get_str("key")? != Some(key) {
-                continue;
-            }
-            let operator = expression.get_str("operator")?.unwrap_or("");
-            let values = expression.get_str_list("values")?;
-            if operator == "In" && values == [tenant.as_str()] {
-                pinned = true;
-            } else {
-                verdict.violation(
-                    &expression.path,
-                    format!(
-                        "{key} {operator} [{}] does not pin the claim to its tenant; only \"In [{tenant}]\" is allowed",
-                        values.join(", ")
-                    ),
-                );
-            }
+    }
+
+    /// README rules 7–10: no binding to, and no selecting of, another tenant's
+    /// PersistentVolumes.
+    fn judge_binding(
+        &mut self,
+        binding: &VolumeBinding,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        let spec = self.spec.clone();
+        let volume_name = spec.get_str("volumeName")?.filter(|v| !v.is_empty());
+        let judge_volume = match volume_name {
+            Some(name) => self.volume_judged(name)?,
+            None => false,
+        };
+        let selector = spec.get_object("selector")?;
+        let create = self.request.operation == Operation::Create;
+        let judge_selector = create && binding.pin_selector && selector.is_some();
+        if !judge_volume && !judge_selector {
+            return Ok(());
         }
-        if !pinned {
-            let target = mutated.get_or_insert_with(|| request.object.clone());
+        let Some(tenant) = self.tenant(binding, lookups, verdict)? else {
+            return Ok(());
+        };
+        if judge_volume && let Some(name) = volume_name {
+            let path = spec.path.field("volumeName");
+            volume_of_tenant(
+                name,
+                &path,
+                &tenant,
+                binding,
+                self.settings,
+                lookups,
+                verdict,
+            )?;
+        }
+        if judge_selector && let Some(selector) = selector {
+            self.pin_selector(&selector, &tenant, binding, verdict)?;
+        }
+        Ok(())
+    }
+
+    /// README rule 7: `spec.volumeName` is judged on CREATE, and on an UPDATE setting it on
+    /// a claim not yet Bound.
+    fn volume_judged(&self, name: &str) -> Result<bool, PolicyError> {
+        if self.request.operation == Operation::Create {
+            return Ok(true);
+        }
+        let old = self.request.old_object()?;
+        let old_name = match old.get_object("spec")? {
+            Some(s) => s.get_str("volumeName")?,
+            None => None,
+        };
+        let phase = match old.get_object("status")? {
+            Some(s) => s.get_str("phase")?,
+            None => None,
+        };
+        Ok(old_name != Some(name) && phase != Some("Bound"))
+    }
+
+    /// README rule 8: the claim's tenant, its Namespace's tenant label (`None`: not a
+    /// tenant's claim, or a failed lookup skipped by `onLookupError: accept`).
+    fn tenant(
+        &self,
+        binding: &VolumeBinding,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<Option<String>, PolicyError> {
+        let namespace = self.request.namespace()?;
+        match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
+            Err(e) => {
+                let on_error = self.settings.on_lookup_error;
+                skip_on_lookup_error(e, &FieldPath::empty(), on_error, verdict)?;
+                Ok(None)
+            }
+            Ok(ns) => Ok(tenant_label(ns, binding).map(str::to_owned)),
+        }
+    }
+
+    /// README rule 10: a term on the tenant label in `spec.selector` must be exactly
+    /// "In [tenant]"; a selector without one is pinned to the tenant.
+    fn pin_selector(
+        &mut self,
+        selector: &At<'_>,
+        tenant: &str,
+        binding: &VolumeBinding,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        let key = binding.tenant_label.as_str();
+        let by_labels = labels_pin(selector, key, tenant, verdict)?;
+        let by_expressions = expressions_pin(selector, key, tenant, verdict)?;
+        if !by_labels && !by_expressions {
             push(
-                target,
+                self.mutated(),
                 &["spec", "selector"],
                 "matchExpressions",
                 json!({"key": key, "operator": "In", "values": [tenant]}),
             )?;
         }
+        Ok(())
+    }
+}
+
+/// The refusal of a claim without StorageClass.
+fn class_required(classes: &ClassAllowList) -> String {
+    format!(
+        "a StorageClass is required; allowed: {}",
+        classes.describe()
+    )
+}
+
+/// The value of the tenant label of an object (a Namespace or a PersistentVolume).
+fn tenant_label<'v>(object: Option<&'v Value>, binding: &VolumeBinding) -> Option<&'v str> {
+    object
+        .and_then(|o| o.get("metadata"))
+        .and_then(|m| m.get("labels"))
+        .and_then(|l| l.get(&binding.tenant_label))
+        .and_then(Value::as_str)
+}
+
+/// README rule 9: the PersistentVolume `name` must exist and be labelled for `tenant`
+/// (unlabelled volumes only with `allowUnlabelledVolumes`).
+fn volume_of_tenant(
+    name: &str,
+    path: &FieldPath,
+    tenant: &str,
+    binding: &VolumeBinding,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let pv = match lookups.get(&GetRequest::cluster_scoped("v1", "PersistentVolume", name)) {
+        Err(e) => return skip_on_lookup_error(e, path, settings.on_lookup_error, verdict),
+        Ok(None) => {
+            verdict.violation(path, format!("PersistentVolume {name:?} does not exist"));
+            return Ok(());
+        }
+        Ok(Some(pv)) => pv,
+    };
+    match tenant_label(Some(pv), binding) {
+        Some(t) if t == tenant => {}
+        Some(_) => verdict.violation(
+            path,
+            format!(
+                "PersistentVolume {name:?} belongs to another tenant; cross-tenant volume binding is not allowed"
+            ),
+        ),
+        None if binding.allow_unlabelled_volumes => {}
+        None => verdict.violation(
+            path,
+            format!(
+                "PersistentVolume {name:?} has no {} label; only volumes labelled for tenant {tenant:?} may be bound",
+                binding.tenant_label
+            ),
+        ),
     }
     Ok(())
+}
+
+/// README rule 10, `matchLabels`: the tenant label, when present, must name the tenant.
+/// Returns whether it pins the claim to the tenant.
+fn labels_pin(
+    selector: &At<'_>,
+    key: &str,
+    tenant: &str,
+    verdict: &mut Verdict,
+) -> Result<bool, PolicyError> {
+    let Some(labels) = selector.get_object("matchLabels")? else {
+        return Ok(false);
+    };
+    let Some(value) = labels.get_str(key)? else {
+        return Ok(false);
+    };
+    if value == tenant {
+        return Ok(true);
+    }
+    verdict.violation(
+        &labels.path.key(key),
+        format!(
+            "{value:?} selects volumes of another tenant; only tenant {tenant:?} may be selected"
+        ),
+    );
+    Ok(false)
+}
+
+/// README rule 10, `matchExpressions`: every term on the tenant label must be exactly
+/// "In [tenant]". Returns whether one pins the claim to the tenant.
+fn expressions_pin(
+    selector: &At<'_>,
+    key: &str,
+    tenant: &str,
+    verdict: &mut Verdict,
+) -> Result<bool, PolicyError> {
+    let mut pinned = false;
+    for expression in selector.get_list("matchExpressions")? {
+        if expression.get_str("key")? != Some(key) {
+            continue;
+        }
+        let operator = expression.get_str("operator")?.unwrap_or("");
+        let values = expression.get_str_list("values")?;
+        if operator == "In" && values == [tenant] {
+            pinned = true;
+        } else {
+            verdict.violation(
+                &expression.path,
+                format!(
+                    "{key} {operator} [{}] does not pin the claim to its tenant; only \"In [{tenant}]\" is allowed",
+                    values.join(", ")
+                ),
+            );
+        }
+    }
+    Ok(pinned)
 }
 
 policy_core::export_policy!(PersistentVolumeClaimPolicy);

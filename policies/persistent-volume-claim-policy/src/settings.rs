@@ -2,9 +2,10 @@
 //! volume binding protection.
 
 use policy_core::SettingsError;
-use policy_core::class::{ClassAllowList, ClassAllowListSettings};
+use policy_core::class::{ClassAllowList, RawClassAllowList};
 use policy_core::cluster::OnLookupError;
-use policy_core::settings::Raw;
+use policy_core::labels::is_label_key;
+use policy_core::settings::{Raw, is_reread};
 use serde::Deserialize;
 
 /// The default tenant label on Namespaces and PersistentVolumes.
@@ -14,15 +15,16 @@ pub const DEFAULT_TENANT_LABEL: &str = "capsule.clastix.io/tenant";
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
-    storage_classes: Option<ClassAllowListSettings>,
+    storage_classes: Option<RawClassAllowList>,
     replace_cluster_default: Option<bool>,
     volume_binding: Option<RawVolumeBinding>,
     on_lookup_error: Option<OnLookupError>,
 }
 
+/// Cross-tenant binding protection as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawVolumeBinding {
+pub struct RawVolumeBinding {
     tenant_label: Option<String>,
     allow_unlabelled_volumes: Option<bool>,
     pin_selector: Option<bool>,
@@ -59,6 +61,30 @@ impl Settings {
     }
 }
 
+impl TryFrom<RawVolumeBinding> for VolumeBinding {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawVolumeBinding) -> Result<Self, SettingsError> {
+        let tenant_label = raw
+            .tenant_label
+            .unwrap_or_else(|| DEFAULT_TENANT_LABEL.to_owned());
+        if tenant_label.is_empty() {
+            return Err(SettingsError::new("tenantLabel", "must not be empty"));
+        }
+        if !is_reread() && !is_label_key(&tenant_label) {
+            return Err(SettingsError::new(
+                "tenantLabel",
+                format!("{tenant_label:?} is not a valid label key"),
+            ));
+        }
+        Ok(VolumeBinding {
+            tenant_label,
+            allow_unlabelled_volumes: raw.allow_unlabelled_volumes.unwrap_or(false),
+            pin_selector: raw.pin_selector.unwrap_or(true),
+        })
+    }
+}
+
 impl TryFrom<RawSettings> for Settings {
     type Error = SettingsError;
 
@@ -74,23 +100,8 @@ impl TryFrom<RawSettings> for Settings {
             None => None,
         };
         let volume_binding = match raw.volume_binding {
+            Some(vb) => Some(VolumeBinding::try_from(vb).map_err(|e| e.under("volumeBinding"))?),
             None => None,
-            Some(vb) => {
-                let tenant_label = vb
-                    .tenant_label
-                    .unwrap_or_else(|| DEFAULT_TENANT_LABEL.to_owned());
-                if tenant_label.is_empty() {
-                    return Err(SettingsError::new(
-                        "volumeBinding.tenantLabel",
-                        "must not be empty",
-                    ));
-                }
-                Some(VolumeBinding {
-                    tenant_label,
-                    allow_unlabelled_volumes: vb.allow_unlabelled_volumes.unwrap_or(false),
-                    pin_selector: vb.pin_selector.unwrap_or(true),
-                })
-            }
         };
         Ok(Settings {
             storage_classes,
@@ -113,7 +124,9 @@ mod tests {
     #[case(json!({"storageClasses": {}}), "storageClasses: the class allow-list needs at least one of")]
     #[case(json!({"storageClasses": {"selector": {}}}), "storageClasses.selector: an empty selector is ambiguous")]
     #[case(json!({"storageClasses": {"allowed": ["a"], "class": "b"}}), "storageClasses.class: unknown field")]
+    #[case(json!({"storageClasses": {"selector": {"matchLabels": {"bad key": "x"}}}}), "storageClasses.selector.matchLabels[\"bad key\"]: invalid label key")]
     #[case(json!({"volumeBinding": {"tenantLabel": ""}}), "volumeBinding.tenantLabel: must not be empty")]
+    #[case(json!({"volumeBinding": {"tenantLabel": "tenant name"}}), "volumeBinding.tenantLabel: \"tenant name\" is not a valid label key")]
     #[case(json!({"volumeBinding": {"pinSelector": "yes"}}), "volumeBinding.pinSelector: invalid type")]
     fn refused(#[case] raw: Value, #[case] message: &str) {
         let err = Settings::parse(&raw).unwrap_err().to_string();

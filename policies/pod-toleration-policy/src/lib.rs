@@ -1,17 +1,18 @@
 //! pod-toleration-policy: only listed principals may tolerate a protected node taint with
-//! `Equal`; an `Exists` toleration of it is refused for everyone (SPEC 3.1).
+//! `Equal`; an `Exists` toleration of it is refused for everyone (README rules 1–6).
 
 pub mod settings;
 
 use policy_core::cluster::Lookups;
-use policy_core::pod::{PodKind, PodView, pod_spec_changed};
+use policy_core::pod::PodKind;
 use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::principal::has_controller_owner;
-use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::request::AdmissionRequest;
 use policy_core::toleration::{Operator, Toleration};
+use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{PolicyError, Verdict};
 
-pub use settings::Settings;
+pub use settings::{ProtectedTaint, Settings};
 
 /// The policy.
 pub struct PodTolerationPolicy;
@@ -26,9 +27,9 @@ impl Policy for PodTolerationPolicy {
         settings: &Settings,
         _lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
-        let Some(kind) = PodKind::of_request(request) else {
+        if PodKind::of_request(request).is_none() {
             return Err(unsupported_kind(Self::NAME, request));
-        };
+        }
         let object = request.object()?;
         let requester = &request.user_info;
         let trusted = settings.trusted_controllers.matches(requester);
@@ -38,48 +39,54 @@ impl Policy for PodTolerationPolicy {
             return Ok(Verdict::accept());
         }
         // Rule 2: an UPDATE that leaves the pod spec / template alone is not re-judged.
-        if request.operation == Operation::Update {
-            let old = request.old_object()?;
-            if !pod_spec_changed(old.value, object.value, kind) {
-                return Ok(Verdict::accept());
-            }
-        }
-        let Some(pod) = PodView::read(object.value, kind)? else {
+        let Some(pod) = pod_target(request, Self::NAME, PodTarget::CreateAndUpdate)? else {
             return Ok(Verdict::accept());
         };
         let mut verdict = Verdict::accept();
         for toleration in Toleration::read_all(&pod.spec)? {
             for protected in settings.candidates(toleration.key) {
-                if !toleration.covers(&protected.taint) {
-                    continue;
-                }
-                match toleration.operator {
-                    Operator::Exists => verdict.violation(
-                        &toleration.path,
-                        format!(
-                            "operator \"Exists\" tolerates protected taint {}; nobody may use Exists on a protected taint",
-                            protected.taint
-                        ),
-                    ),
-                    Operator::Equal if toleration.value == protected.taint.value => {
-                        // A trusted controller never counts as requester for grants (SPEC 2.6).
-                        if trusted || !protected.allowed.matches(requester) {
-                            verdict.violation(
-                                &toleration.path,
-                                format!(
-                                    "{} may not tolerate protected taint {}; allowed: {}",
-                                    requester.describe(),
-                                    protected.taint,
-                                    protected.allowed.describe()
-                                ),
-                            );
-                        }
-                    }
-                    Operator::Equal => {}
+                if toleration.covers(&protected.taint) {
+                    judge_covering(&toleration, protected, request, trusted, &mut verdict);
                 }
             }
         }
         Ok(verdict)
+    }
+}
+
+/// Rules 4 and 5 for a toleration covering a protected taint: `Exists` is refused for
+/// everyone; `Equal` with the taint's value only for a requester the taint allows — a
+/// trusted controller never counts as requester for grants (`docs/semantics.md#principals`).
+fn judge_covering(
+    toleration: &Toleration<'_>,
+    protected: &ProtectedTaint,
+    request: &AdmissionRequest,
+    trusted: bool,
+    verdict: &mut Verdict,
+) {
+    let requester = &request.user_info;
+    match toleration.operator {
+        Operator::Exists => verdict.violation(
+            &toleration.path,
+            format!(
+                "operator \"Exists\" tolerates protected taint {}; nobody may use Exists on a protected taint",
+                protected.taint
+            ),
+        ),
+        Operator::Equal if toleration.value == protected.taint.value => {
+            if trusted || !protected.allowed.matches(requester) {
+                verdict.violation(
+                    &toleration.path,
+                    format!(
+                        "{} may not tolerate protected taint {}; allowed: {}",
+                        requester.describe(),
+                        protected.taint,
+                        protected.allowed.describe()
+                    ),
+                );
+            }
+        }
+        Operator::Equal => {}
     }
 }
 

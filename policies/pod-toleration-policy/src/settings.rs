@@ -22,6 +22,7 @@ pub struct RawSettings {
     allowed_groups: Option<NameList>,
 }
 
+/// One protected taint as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawProtectedTaint {
@@ -37,6 +38,7 @@ struct RawProtectedTaint {
     allowed_service_accounts: NameList,
 }
 
+/// The taint of the legacy Chimera form, as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLegacyTaint {
@@ -58,7 +60,7 @@ pub struct ProtectedTaint {
 
 impl<'de> Deserialize<'de> for ProtectedTaint {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        policy_core::settings::converted(protected_taint(RawProtectedTaint::deserialize(
+        policy_core::settings::converted(ProtectedTaint::try_from(RawProtectedTaint::deserialize(
             deserializer,
         )?))
     }
@@ -109,45 +111,13 @@ impl TryFrom<RawSettings> for Settings {
                     "the legacy form (taint, allowed_users, allowed_groups) cannot be mixed with protectedTaints",
                 ));
             }
-            (Some(list), false) => {
-                if list.is_empty() {
-                    return Err(SettingsError::new(
-                        "protectedTaints",
-                        "at least one protected taint is required",
-                    ));
-                }
-                list
-            }
-            (None, true) => {
-                let Some(taint) = raw.taint else {
-                    return Err(SettingsError::new(
-                        "taint",
-                        "required when allowed_users or allowed_groups is given",
-                    ));
-                };
-                let taint =
-                    Taint::new(taint.key, taint.value, None).map_err(|e| e.under("taint"))?;
-                let allowed = Principals::from_parts(
-                    [
-                        "allowed_users",
-                        "allowed_groups",
-                        "allowed_service_accounts",
-                    ],
-                    raw.allowed_users.unwrap_or_default(),
-                    raw.allowed_groups.unwrap_or_default(),
-                    &NameList::new(),
-                )?;
-                vec![ProtectedTaint {
-                    taint,
-                    allowed: Box::new(allowed),
-                }]
-            }
-            (None, false) => {
-                return Err(SettingsError::new(
-                    "protectedTaints",
-                    "at least one protected taint is required",
-                ));
-            }
+            (Some(list), false) if !list.is_empty() => list,
+            (Some(_), false) | (None, false) => return Err(no_protected_taint()),
+            (None, true) => vec![legacy_taint(
+                raw.taint,
+                raw.allowed_users,
+                raw.allowed_groups,
+            )?],
         };
         if !is_reread() {
             let taints: Vec<&Taint> = protected_taints.iter().map(|p| &p.taint).collect();
@@ -169,18 +139,60 @@ impl TryFrom<RawSettings> for Settings {
     }
 }
 
-fn protected_taint(p: RawProtectedTaint) -> Result<ProtectedTaint, SettingsError> {
-    let taint = Taint::new(p.key, p.value, p.effect)?;
+/// The refusal of settings without any protected taint.
+fn no_protected_taint() -> SettingsError {
+    SettingsError::new(
+        "protectedTaints",
+        "at least one protected taint is required",
+    )
+}
+
+/// The one protected taint of the legacy Chimera form (`taint`, `allowed_users`,
+/// `allowed_groups`): every effect, no service accounts.
+fn legacy_taint(
+    taint: Option<RawLegacyTaint>,
+    allowed_users: Option<NameList>,
+    allowed_groups: Option<NameList>,
+) -> Result<ProtectedTaint, SettingsError> {
+    let Some(taint) = taint else {
+        return Err(SettingsError::new(
+            "taint",
+            "required when allowed_users or allowed_groups is given",
+        ));
+    };
+    let taint = Taint::new(taint.key, taint.value, None).map_err(|e| e.under("taint"))?;
     let allowed = Principals::from_parts(
-        ["allowedUsers", "allowedGroups", "allowedServiceAccounts"],
-        p.allowed_users,
-        p.allowed_groups,
-        &p.allowed_service_accounts,
+        [
+            "allowed_users",
+            "allowed_groups",
+            "allowed_service_accounts",
+        ],
+        allowed_users.unwrap_or_default(),
+        allowed_groups.unwrap_or_default(),
+        &NameList::new(),
     )?;
     Ok(ProtectedTaint {
         taint,
         allowed: Box::new(allowed),
     })
+}
+
+impl TryFrom<RawProtectedTaint> for ProtectedTaint {
+    type Error = SettingsError;
+
+    fn try_from(p: RawProtectedTaint) -> Result<Self, SettingsError> {
+        let taint = Taint::new(p.key, p.value, p.effect)?;
+        let allowed = Principals::from_parts(
+            ["allowedUsers", "allowedGroups", "allowedServiceAccounts"],
+            p.allowed_users,
+            p.allowed_groups,
+            &p.allowed_service_accounts,
+        )?;
+        Ok(ProtectedTaint {
+            taint,
+            allowed: Box::new(allowed),
+        })
+    }
 }
 
 #[cfg(test)]

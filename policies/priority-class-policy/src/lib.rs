@@ -1,15 +1,17 @@
 //! priority-class-policy: Pods and pod templates may name only allowed PriorityClasses; a
 //! Pod without class (or with the injected cluster global default) gets the tenant default
-//! with its priority and preemption policy (SPEC 3.2).
+//! with its priority and preemption policy (README rules 1–4).
 
 pub mod settings;
 
-use policy_core::class::{ClassFetch, ClassKind, ClassOutcome, record, skip_on_lookup_error};
+use policy_core::class::{
+    ClassFetch, ClassKind, ClassOutcome, DefaultClass, record, skip_on_lookup_error,
+};
 use policy_core::cluster::{HostCapabilities, Lookups};
 use policy_core::policy::Policy;
 use policy_core::request::AdmissionRequest;
 use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{PolicyError, Verdict};
+use policy_core::{FieldPath, PolicyError, Verdict};
 use serde_json::{Value, json};
 
 pub use settings::Settings;
@@ -49,109 +51,162 @@ impl Policy for PriorityClassPolicy {
             .spec
             .get_str("priorityClassName")?
             .filter(|n| !n.is_empty());
-        let on_error = settings.on_lookup_error;
         let mut verdict = Verdict::accept();
-
         // Templates: the Priority plugin does not touch them; a named class is judged.
         if pod.kind.is_template() {
             if let Some(name) = name {
-                record(
-                    settings.classes.judge(&kind, name, lookups),
-                    &path,
-                    on_error,
-                    &mut verdict,
-                )?;
+                let outcome = settings.classes.judge(&kind, name, lookups);
+                record(outcome, &path, settings.on_lookup_error, &mut verdict)?;
             }
             return Ok(verdict);
         }
-
-        let default = settings.classes.default();
         let priority = pod.spec.get_i64("priority")?;
-        let mut named = name.map(|n| ClassFetch::new(&kind, n));
-
-        // Rule 1: no class chosen, or the cluster's global default injected by the plugin.
-        let no_class = match (name, named.as_mut()) {
-            (Some(n), Some(fetch))
-                if settings.replace_global_default && default.is_some_and(|d| d != n) =>
-            {
-                match fetch.get(lookups) {
-                    Ok(Some(class)) => {
-                        is_global_default(&class)
-                            && priority.is_none_or(|p| p == class_value(&class))
-                    }
-                    Ok(None) => false,
-                    Err(e) => {
-                        skip_on_lookup_error(e, &path, on_error, &mut verdict)?;
-                        false
-                    }
-                }
-            }
-            (Some(_), _) => false,
-            (None, _) => true,
+        let class = ClassField {
+            kind: &kind,
+            path: &path,
+            settings,
         };
-
-        if no_class {
-            // Rule 3: no class and no default.
-            let Some(default) = default else {
-                return Ok(verdict);
-            };
-            // Rule 2: write the default's three fields.
-            match kind.fetch(default, lookups) {
-                Ok(Some(class)) => {
-                    let preemption = class
-                        .get("preemptionPolicy")
-                        .and_then(Value::as_str)
-                        .unwrap_or("PreemptLowerPriority");
-                    verdict.edit_set(&["spec"], "priorityClassName", json!(default));
-                    verdict.edit_set(&["spec"], "priority", json!(class_value(&class)));
-                    verdict.edit_set(&["spec"], "preemptionPolicy", json!(preemption));
-                }
-                Ok(None) => verdict.violation(
-                    &path,
-                    format!("default PriorityClass {default:?} does not exist"),
-                ),
-                Err(e) => skip_on_lookup_error(e, &path, on_error, &mut verdict)?,
-            }
-            return Ok(verdict);
-        }
-
-        // Rule 4: judge the named class.
-        let (Some(name), Some(mut fetch)) = (name, named) else {
-            return Ok(verdict);
-        };
-        let outcome = settings
-            .classes
-            .judge_with(&kind, name, || fetch.get(lookups));
-        let outcome = match outcome {
-            Ok(ClassOutcome::Violation(problem)) if !problem.ends_with("does not exist") => {
-                // Say so when the class is the cluster's global default: every class-less
-                // Pod of the tenant arrives with it. Without a selector the object was not
-                // read yet; a failed read is a failed lookup like any other (SPEC 2.8):
-                // 500, or with `onLookupError: accept` the hint is skipped with a warning.
-                let global = match fetch.fetched() {
-                    Some(Ok(Some(class))) => is_global_default(class),
-                    Some(_) => false,
-                    None => match kind.fetch(name, lookups) {
-                        Ok(Some(class)) => is_global_default(&class),
-                        Ok(None) => false,
-                        Err(e) => {
-                            skip_on_lookup_error(e, &path, on_error, &mut verdict)?;
-                            false
-                        }
-                    },
-                };
-                if global {
-                    Ok(ClassOutcome::Violation(format!(
-                        "{name:?} is the cluster's global default PriorityClass, injected into Pods without a class, and is not allowed; allow it or configure a default"
-                    )))
+        match name {
+            None => class.write_default(lookups, &mut verdict)?,
+            Some(name) => {
+                let mut fetch = ClassFetch::new(&kind, name);
+                if class.injected_global_default(
+                    name,
+                    &mut fetch,
+                    priority,
+                    lookups,
+                    &mut verdict,
+                )? {
+                    class.write_default(lookups, &mut verdict)?;
                 } else {
-                    Ok(ClassOutcome::Violation(problem))
+                    class.judge_named(name, fetch, lookups, &mut verdict)?;
                 }
             }
-            other => other,
-        };
-        record(outcome, &path, on_error, &mut verdict)?;
+        }
         Ok(verdict)
+    }
+}
+
+/// The Pod's `spec.priorityClassName` as the rules see it: the class kind, the field's path
+/// and the settings.
+struct ClassField<'a> {
+    kind: &'a ClassKind,
+    path: &'a FieldPath,
+    settings: &'a Settings,
+}
+
+impl ClassField<'_> {
+    /// README rule 1: a named class counts as "no class chosen" when it is the cluster's
+    /// global default injected by the Priority plugin (with `replaceGlobalDefault`, a
+    /// `default` other than the class, and no other priority set). A failed read is a failed
+    /// lookup (`docs/semantics.md#lookups`) and leaves the class as chosen.
+    fn injected_global_default(
+        &self,
+        name: &str,
+        fetch: &mut ClassFetch<'_>,
+        priority: Option<i64>,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<bool, PolicyError> {
+        let default = self.settings.classes.default();
+        if !self.settings.replace_global_default || default.is_none_or(|d| d == name) {
+            return Ok(false);
+        }
+        match fetch.get(lookups) {
+            Ok(Some(class)) => {
+                Ok(is_global_default(&class) && priority.is_none_or(|p| p == class_value(&class)))
+            }
+            Ok(None) => Ok(false),
+            Err(e) => {
+                skip_on_lookup_error(e, self.path, self.settings.on_lookup_error, verdict)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// README rules 2 and 3: no class chosen — the tenant default is written with its
+    /// priority and preemption policy; without a default the Pod is accepted as it is.
+    fn write_default(
+        &self,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        let Some(default) = self.settings.classes.default() else {
+            return Ok(());
+        };
+        let writer = DefaultClass {
+            kind: self.kind,
+            name: default,
+            field: "priorityClassName",
+        };
+        writer.write(
+            self.path,
+            self.settings.on_lookup_error,
+            lookups,
+            verdict,
+            |class, verdict| {
+                let preemption = class
+                    .get("preemptionPolicy")
+                    .and_then(Value::as_str)
+                    .unwrap_or("PreemptLowerPriority");
+                verdict.edit_set(&["spec"], "priority", json!(class_value(class)));
+                verdict.edit_set(&["spec"], "preemptionPolicy", json!(preemption));
+                Ok(())
+            },
+        )
+    }
+
+    /// README rule 4: the named class must be allowed; a class that is not allowed and is
+    /// the cluster's global default is named as such (every class-less Pod of the tenant
+    /// arrives with it).
+    fn judge_named(
+        &self,
+        name: &str,
+        mut fetch: ClassFetch<'_>,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
+        let outcome = self
+            .settings
+            .classes
+            .judge_with(self.kind, name, || fetch.get(lookups));
+        if let Ok(ClassOutcome::NotAllowed { .. }) = &outcome
+            && self.is_global_default(name, &fetch, lookups, verdict)?
+        {
+            verdict.violation(
+                self.path,
+                format!(
+                    "{name:?} is the cluster's global default PriorityClass, injected into Pods without a class, and is not allowed; allow it or configure a default"
+                ),
+            );
+            return Ok(());
+        }
+        record(outcome, self.path, self.settings.on_lookup_error, verdict)
+    }
+
+    /// Whether class `name` is the cluster's global default. Without a selector the object
+    /// was not read yet; a failed read is a failed lookup like any other
+    /// (`docs/semantics.md#lookups`): 500, or with `onLookupError: accept` the hint is
+    /// skipped with a warning.
+    fn is_global_default(
+        &self,
+        name: &str,
+        fetch: &ClassFetch<'_>,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<bool, PolicyError> {
+        match fetch.fetched() {
+            Some(Ok(Some(class))) => Ok(is_global_default(class)),
+            Some(_) => Ok(false),
+            None => match self.kind.fetch(name, lookups) {
+                Ok(Some(class)) => Ok(is_global_default(&class)),
+                Ok(None) => Ok(false),
+                Err(e) => {
+                    skip_on_lookup_error(e, self.path, self.settings.on_lookup_error, verdict)?;
+                    Ok(false)
+                }
+            },
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! runtime-class-policy: Pods and pod templates may name only allowed RuntimeClasses; a Pod
 //! without class gets the tenant default with the class's overhead and scheduling, as the
-//! built-in RuntimeClass plugin would have written them (SPEC 3.3).
+//! built-in RuntimeClass plugin would have written them (README rules 1–3).
 
-use policy_core::class::{ClassKind, ClassPolicySettings, record, skip_on_lookup_error};
+use policy_core::class::{ClassKind, ClassPolicySettings, DefaultClass, record};
 use policy_core::cluster::{HostCapabilities, Lookups};
 use policy_core::json::{At, canonical_text};
 use policy_core::policy::Policy;
@@ -26,7 +26,7 @@ fn runtime_class() -> ClassKind {
 impl Policy for RuntimeClassPolicy {
     const NAME: &'static str = "runtime-class-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = policy_core::class::TopLevel;
+    type RawSettings = policy_core::class::RawTopLevel;
     type Settings = Settings;
 
     fn validate(
@@ -62,19 +62,16 @@ impl Policy for RuntimeClassPolicy {
         if pod.kind.is_template() {
             return Ok(verdict);
         }
-        // Rule 1: write the default with what the RuntimeClass plugin would have added.
-        match kind.fetch(default, lookups) {
-            Err(e) => skip_on_lookup_error(e, &path, on_error, &mut verdict)?,
-            Ok(None) => verdict.violation(
-                &path,
-                format!("default RuntimeClass {default:?} does not exist"),
-            ),
-            Ok(Some(class)) => {
-                // Edits of the request's object, applied only if no violation is found.
-                verdict.edit_set(&["spec"], "runtimeClassName", json!(default));
-                apply_class(&pod.spec, default, &class, &mut verdict)?;
-            }
-        }
+        // Rule 1: write the default with what the RuntimeClass plugin would have added
+        // (edits of the request's object, applied only if no violation is found).
+        let writer = DefaultClass {
+            kind: &kind,
+            name: default,
+            field: "runtimeClassName",
+        };
+        writer.write(&path, on_error, lookups, &mut verdict, |class, verdict| {
+            apply_class(&pod.spec, default, class, verdict)
+        })?;
         Ok(verdict)
     }
 }
@@ -91,7 +88,20 @@ fn apply_class(
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
     let class_at = At::new(class, FieldPath::root(&format!("RuntimeClass {name:?}")));
-    // Overhead.
+    apply_overhead(spec, name, &class_at, verdict)?;
+    let scheduling = class_at.get_object("scheduling")?;
+    apply_node_selector(spec, name, scheduling.as_ref(), verdict)?;
+    append_tolerations(spec, scheduling.as_ref(), verdict)
+}
+
+/// README rule 1, overhead: the class's `overhead.podFixed` is copied into a Pod without
+/// overhead; a Pod's own overhead must equal it (quantities compared by value).
+fn apply_overhead(
+    spec: &At<'_>,
+    name: &str,
+    class_at: &At<'_>,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
     let class_overhead = match class_at.get_object("overhead")? {
         Some(o) => o.get_object("podFixed")?,
         None => None,
@@ -121,9 +131,18 @@ fn apply_class(
         ),
         (None, None) => {}
     }
-    let scheduling = class_at.get_object("scheduling")?;
-    // Node selector.
-    let class_selector = match &scheduling {
+    Ok(())
+}
+
+/// README rule 1, node selector: each pair of the class's `scheduling.nodeSelector` is added
+/// when the Pod lacks the key; a different value is a conflict.
+fn apply_node_selector(
+    spec: &At<'_>,
+    name: &str,
+    scheduling: Option<&At<'_>>,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let class_selector = match scheduling {
         Some(s) => s.get_string_map("nodeSelector")?,
         None => Vec::new(),
     };
@@ -146,8 +165,17 @@ fn apply_class(
             None => verdict.edit_set(&["spec", "nodeSelector"], key, json!(value)),
         }
     }
-    // Tolerations: append those not already present (deep equality).
-    let class_tolerations = match &scheduling {
+    Ok(())
+}
+
+/// README rule 1, tolerations: the class's `scheduling.tolerations` not already present in
+/// the Pod (deep equality) are appended, each once.
+fn append_tolerations(
+    spec: &At<'_>,
+    scheduling: Option<&At<'_>>,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let class_tolerations = match scheduling {
         Some(s) => s.get_list("tolerations")?,
         None => Vec::new(),
     };

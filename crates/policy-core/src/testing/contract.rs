@@ -1,4 +1,4 @@
-//! The robustness contract of a policy's answers (DESIGN §2, SPEC 2.1, 2.8, 2.10, 2.13):
+//! The robustness contract of a policy's answers (DESIGN §2, `docs/semantics.md#request-handling`, `docs/semantics.md#lookups`, `docs/semantics.md#messages`, `docs/semantics.md#settings`):
 //! each check returns why a response breaks it.
 
 use serde_json::Value;
@@ -80,7 +80,7 @@ pub fn accepts_lookup_errors(settings: &Value) -> bool {
     settings.get("onLookupError").and_then(Value::as_str) == Some("accept")
 }
 
-/// The answer to a request whose lookups failed (SPEC 2.8): with `onLookupError: reject`
+/// The answer to a request whose lookups failed (`docs/semantics.md#lookups`): with `onLookupError: reject`
 /// (the default) a rejection with 500 and a message — never an acceptance; with `accept`
 /// the skipped check is reported in a warning quoting the failure (the
 /// [`FailingCluster`]'s [`FAILURE`](crate::testing::FAILURE)).

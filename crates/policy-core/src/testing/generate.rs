@@ -414,13 +414,133 @@ pub fn is_delete(request: &Value) -> bool {
 /// the object is a random variant of an example of the kind, the old object an edit of it
 /// (possibly none: an unchanged UPDATE), arbitrary JSON, or absent.
 pub fn arb_request(config: &Robustness) -> BoxedStrategy<Value> {
+    let kinds = request_kinds(config);
+    let examples = kind_examples(config, &kinds);
+    let all: Vec<&Value> = examples.iter().flatten().collect();
+    let (keys, strings) = vocabulary(&all, POD_KEYS, config);
+    let mut subresources: Vec<Option<String>> = vec![None];
+    subresources.extend(config.subresources.iter().map(|s| Some((*s).to_owned())));
+    let focus: BTreeSet<String> = config.strings.iter().map(|s| (*s).to_owned()).collect();
+    let object = arb_kind_object(examples, keys.clone(), strings.clone(), focus.clone());
+    let old_kind = prop_oneof![
+        1 => Just(OldObject::Absent),
+        4 => Just(OldObject::Edit),
+        1 => Just(OldObject::Arbitrary),
+    ];
+    (
+        object,
+        old_kind,
+        arb_json_owned(keys, strings),
+        prop_oneof![9 => Just(false), 1 => Just(true)],
+        arb_operation(),
+        proptest::sample::select(subresources),
+        proptest::sample::select(request_namespaces(config)),
+        arb_user(config),
+        any::<bool>(),
+    )
+        .prop_map(
+            move |(
+                (i, object, old_edits),
+                old_kind,
+                arbitrary,
+                null_object,
+                operation,
+                subresource,
+                namespace,
+                user,
+                dry_run,
+            )| {
+                let old_object = match old_kind {
+                    OldObject::Edit => Some(apply_edits(&object, &old_edits, &focus)),
+                    OldObject::Arbitrary => Some(arbitrary),
+                    OldObject::Absent => None,
+                };
+                RequestParts {
+                    kind: kinds.get(i).cloned().unwrap_or_default(),
+                    operation,
+                    dry_run,
+                    subresource,
+                    namespace,
+                    user,
+                    old_object,
+                    object: (!null_object).then_some(object),
+                }
+                .into_request()
+            },
+        )
+        .boxed()
+}
+
+/// What the old object of a generated request is.
+#[derive(Clone, Copy, Debug)]
+enum OldObject {
+    /// No old object.
+    Absent,
+    /// An edit of the object (or the object itself).
+    Edit,
+    /// Arbitrary JSON.
+    Arbitrary,
+}
+
+/// The parts of one generated admission request.
+struct RequestParts {
+    kind: (String, String, String),
+    operation: &'static str,
+    dry_run: bool,
+    subresource: Option<String>,
+    namespace: Option<String>,
+    user: Option<Value>,
+    old_object: Option<Value>,
+    object: Option<Value>,
+}
+
+impl RequestParts {
+    /// The AdmissionRequest JSON (absent parts omitted).
+    fn into_request(self) -> Value {
+        let (group, version, kind) = self.kind;
+        let mut request = Map::new();
+        request.insert("uid".into(), json!("robustness"));
+        request.insert(
+            "kind".into(),
+            json!({"group": group, "version": version, "kind": kind}),
+        );
+        request.insert("name".into(), json!("web"));
+        request.insert("operation".into(), json!(self.operation));
+        request.insert("dryRun".into(), json!(self.dry_run));
+        if let Some(sub) = self.subresource {
+            request.insert("subResource".into(), json!(sub));
+        }
+        if let Some(ns) = self.namespace {
+            request.insert("namespace".into(), json!(ns));
+        }
+        if let Some(user) = self.user {
+            request.insert("userInfo".into(), user);
+        }
+        if let Some(old) = self.old_object {
+            request.insert("oldObject".into(), old);
+        }
+        if let Some(object) = self.object {
+            request.insert("object".into(), object);
+        }
+        Value::Object(request)
+    }
+}
+
+/// The policy's handled kinds and one unhandled kind (a ConfigMap).
+fn request_kinds(config: &Robustness) -> Vec<(String, String, String)> {
     let mut kinds: Vec<(String, String, String)> = config
         .kinds
         .iter()
         .map(|(g, v, k)| ((*g).to_owned(), (*v).to_owned(), (*k).to_owned()))
         .collect();
     kinds.push(("".to_owned(), "v1".to_owned(), "ConfigMap".to_owned()));
-    let examples: Vec<Vec<Value>> = kinds
+    kinds
+}
+
+/// The example objects of each kind: the configured objects of that kind and the pod
+/// examples, or every configured object when there is none.
+fn kind_examples(config: &Robustness, kinds: &[(String, String, String)]) -> Vec<Vec<Value>> {
+    kinds
         .iter()
         .map(|(g, v, k)| {
             let mut own: Vec<Value> = config
@@ -435,16 +555,49 @@ pub fn arb_request(config: &Robustness) -> BoxedStrategy<Value> {
             }
             own
         })
-        .collect();
-    let all: Vec<&Value> = examples.iter().flatten().collect();
-    let (keys, strings) = vocabulary(&all, POD_KEYS, config);
-    let mut subresources: Vec<Option<String>> = vec![None];
-    subresources.extend(config.subresources.iter().map(|s| Some((*s).to_owned())));
-    let namespaces: Vec<Option<String>> = [None, Some("team-a"), Some("kube-system"), Some("")]
+        .collect()
+}
+
+/// The index of a kind, a random variant of one of its examples, and edits for the old
+/// object.
+fn arb_kind_object(
+    examples: Vec<Vec<Value>>,
+    keys: Vec<String>,
+    strings: Vec<String>,
+    focus: BTreeSet<String>,
+) -> impl Strategy<Value = (usize, Value, Vec<Edit>)> {
+    (0..examples.len()).prop_flat_map(move |i| {
+        let own = examples.get(i).cloned().unwrap_or_default();
+        (
+            Just(i),
+            arb_variant(own, keys.clone(), strings.clone(), focus.clone()),
+            arb_edits(keys.clone(), strings.clone(), 2),
+        )
+    })
+}
+
+/// Every operation, CREATE and UPDATE most often.
+fn arb_operation() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        4 => Just("CREATE"),
+        4 => Just("UPDATE"),
+        1 => Just("DELETE"),
+        1 => Just("CONNECT"),
+    ]
+}
+
+/// The request namespaces: none, ordinary, system, empty, and the policy's strings.
+fn request_namespaces(config: &Robustness) -> Vec<Option<String>> {
+    [None, Some("team-a"), Some("kube-system"), Some("")]
         .into_iter()
         .map(|n| n.map(str::to_owned))
         .chain(config.strings.iter().map(|s| Some((*s).to_owned())))
-        .collect();
+        .collect()
+}
+
+/// No user, or a user (people, controllers, service accounts, a node, the policy's
+/// strings) with up to two groups.
+fn arb_user(config: &Robustness) -> impl Strategy<Value = Option<Value>> + use<> {
     let users: Vec<String> = [
         "alice",
         "bob",
@@ -468,102 +621,14 @@ pub fn arb_request(config: &Robustness) -> BoxedStrategy<Value> {
     .map(str::to_owned)
     .chain(config.strings.iter().map(|s| (*s).to_owned()))
     .collect();
-    let user = prop_oneof![
+    prop_oneof![
         1 => Just(None),
         4 => (
             proptest::sample::select(users),
             prop::collection::vec(proptest::sample::select(groups), 0..3)
         )
             .prop_map(|(u, g)| Some(json!({"username": u, "groups": g}))),
-    ];
-    let operation = prop_oneof![
-        4 => Just("CREATE"),
-        4 => Just("UPDATE"),
-        1 => Just("DELETE"),
-        1 => Just("CONNECT"),
-    ];
-    let focus: BTreeSet<String> = config.strings.iter().map(|s| (*s).to_owned()).collect();
-    let object_focus = focus.clone();
-    let kind_count = kinds.len();
-    let object_keys = keys.clone();
-    let object_strings = strings.clone();
-    let object = (0..kind_count).prop_flat_map(move |i| {
-        let examples = examples.get(i).cloned().unwrap_or_default();
-        (
-            Just(i),
-            arb_variant(
-                examples,
-                object_keys.clone(),
-                object_strings.clone(),
-                object_focus.clone(),
-            ),
-            arb_edits(object_keys.clone(), object_strings.clone(), 2),
-        )
-    });
-    let old_kind = prop_oneof![
-        1 => Just(0u8), // absent
-        4 => Just(1u8), // an edit of the object (or the object itself)
-        1 => Just(2u8), // arbitrary
-    ];
-    (
-        object,
-        old_kind,
-        arb_json_owned(keys, strings),
-        prop_oneof![9 => Just(false), 1 => Just(true)],
-        operation,
-        proptest::sample::select(subresources),
-        proptest::sample::select(namespaces),
-        user,
-        any::<bool>(),
-    )
-        .prop_map(
-            move |(
-                (i, object, old_edits),
-                old_kind,
-                arbitrary,
-                null_object,
-                op,
-                sub,
-                ns,
-                user,
-                dry,
-            )| {
-                let (group, version, kind) = kinds.get(i).cloned().unwrap_or_default();
-                let mut request = Map::new();
-                request.insert("uid".into(), json!("robustness"));
-                request.insert(
-                    "kind".into(),
-                    json!({"group": group, "version": version, "kind": kind}),
-                );
-                request.insert("name".into(), json!("web"));
-                request.insert("operation".into(), json!(op));
-                request.insert("dryRun".into(), json!(dry));
-                if let Some(sub) = sub {
-                    request.insert("subResource".into(), json!(sub));
-                }
-                if let Some(ns) = ns {
-                    request.insert("namespace".into(), json!(ns));
-                }
-                if let Some(user) = user {
-                    request.insert("userInfo".into(), user);
-                }
-                match old_kind {
-                    1 => {
-                        request
-                            .insert("oldObject".into(), apply_edits(&object, &old_edits, &focus));
-                    }
-                    2 => {
-                        request.insert("oldObject".into(), arbitrary);
-                    }
-                    _ => {}
-                }
-                if !null_object {
-                    request.insert("object".into(), object);
-                }
-                Value::Object(request)
-            },
-        )
-        .boxed()
+    ]
 }
 
 /// Arbitrary settings: mostly random edits of the representative settings (many stay
