@@ -44,6 +44,8 @@ pub(super) fn make_host_callback(
     })
 }
 
+/// Answers one host call: logging, Kubernetes reads, or an error for what testdrive does not
+/// support.
 fn dispatch(
     state: &Mutex<CallState>,
     metadata: Option<&Metadata>,
@@ -65,65 +67,72 @@ fn dispatch(
         }
         ("tracing", _) => Err(format!("unknown operation: {operation}")),
         ("kubernetes", "can_i") => Err("kubernetes/can_i is not supported by testdrive".to_owned()),
-        ("kubernetes", _) => {
-            // policy-server and kwctl refuse a call outside the allowed host capabilities
-            // with this text; testdrive allows exactly the metadata's hostCapabilities
-            let capability = format!("{namespace}/{operation}");
-            if metadata.is_some_and(|m| !m.allows_capability(&capability)) {
-                return Err(format!(
-                    "Policy has not been granted access to the '{capability}' host capability. \
-                     The violation has been reported."
-                ));
-            }
-            let request = KubernetesRequest::from_host_call(operation, payload)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("unknown operation: {operation}"))?;
-            let allowed =
-                metadata.is_some_and(|m| m.allows_resource(request.api_version(), request.kind()));
-            if !allowed {
-                return Err(format!(
-                    "Policy has not been granted access to Kubernetes {}/{} resources. \
-                     The violation has been reported.",
-                    request.api_version(),
-                    request.kind()
-                ));
-            }
-            let callbacks = state
-                .lock()
-                .map_err(|_| "testdrive: internal lock poisoned".to_owned())?
-                .callbacks
-                .clone();
-            let Some(callbacks) = callbacks else {
-                return Err(
-                    "testdrive: no cluster state is available outside of `validate`".to_owned(),
-                );
-            };
-            // policy-evaluator hands a failed read to the guest as `Callback evaluation
-            // failure: {error:?}`, the anyhow debug form with a stack backtrace after the
-            // first line; the guest must read only that first line.
-            let answer = callbacks
-                .lock()
-                .map_err(|_| "testdrive: callbacks lock poisoned".to_owned())?
-                .kubernetes(&request)
-                .map_err(|message| {
-                    format!(
-                        "Callback evaluation failure: {message}\n\nStack backtrace:\n   0: <host frames, as kwctl prints them>"
-                    )
-                });
-            if verbose {
-                match &answer {
-                    Ok(bytes) => {
-                        eprintln!("testdrive: {} -> {} bytes", request.summary(), bytes.len())
-                    }
-                    Err(e) => eprintln!("testdrive: {} -> error: {e}", request.summary()),
-                }
-            }
-            answer
-        }
+        ("kubernetes", _) => kubernetes(state, metadata, verbose, operation, payload),
         _ => Err(format!(
             "host capability {namespace}/{operation} is not supported by testdrive"
         )),
     }
+}
+
+/// Answers a `kubewarden/kubernetes/<operation>` call from the evaluation's callbacks, after
+/// the checks policy-server makes: the capability is allowed and the kind is a declared
+/// context-aware resource.
+fn kubernetes(
+    state: &Mutex<CallState>,
+    metadata: Option<&Metadata>,
+    verbose: bool,
+    operation: &str,
+    payload: &[u8],
+) -> std::result::Result<Vec<u8>, String> {
+    // policy-server and kwctl refuse a call outside the allowed host capabilities
+    // with this text; testdrive allows exactly the metadata's hostCapabilities
+    let capability = format!("kubernetes/{operation}");
+    if metadata.is_some_and(|m| !m.allows_capability(&capability)) {
+        return Err(format!(
+            "Policy has not been granted access to the '{capability}' host capability. \
+             The violation has been reported."
+        ));
+    }
+    let request = KubernetesRequest::from_host_call(operation, payload)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("unknown operation: {operation}"))?;
+    let allowed =
+        metadata.is_some_and(|m| m.allows_resource(request.api_version(), request.kind()));
+    if !allowed {
+        return Err(format!(
+            "Policy has not been granted access to Kubernetes {}/{} resources. \
+             The violation has been reported.",
+            request.api_version(),
+            request.kind()
+        ));
+    }
+    let callbacks = state
+        .lock()
+        .map_err(|_| "testdrive: internal lock poisoned".to_owned())?
+        .callbacks
+        .clone();
+    let Some(callbacks) = callbacks else {
+        return Err("testdrive: no cluster state is available outside of `validate`".to_owned());
+    };
+    // policy-evaluator hands a failed read to the guest as `Callback evaluation
+    // failure: {error:?}`, the anyhow debug form with a stack backtrace after the
+    // first line; the guest must read only that first line.
+    let answer = callbacks
+        .lock()
+        .map_err(|_| "testdrive: callbacks lock poisoned".to_owned())?
+        .kubernetes(&request)
+        .map_err(|message| {
+            format!(
+                "Callback evaluation failure: {message}\n\nStack backtrace:\n   0: <host frames, as kwctl prints them>"
+            )
+        });
+    if verbose {
+        match &answer {
+            Ok(bytes) => eprintln!("testdrive: {} -> {} bytes", request.summary(), bytes.len()),
+            Err(e) => eprintln!("testdrive: {} -> error: {e}", request.summary()),
+        }
+    }
+    answer
 }
 
 #[cfg(test)]
