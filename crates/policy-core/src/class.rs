@@ -26,7 +26,7 @@ use crate::matcher::{FullMatch, OneOrMany, StringMatcher, regexes};
 use crate::message;
 use crate::names::NameList;
 use crate::path::FieldPath;
-use crate::selector::{LabelSelector, LabelSelectorSettings, RawRequirement};
+use crate::selector::{LabelSelector, RawLabelSelector, RawRequirement};
 use crate::settings::{Raw, decode, no_duplicate_names};
 use crate::verdict::Verdict;
 
@@ -134,7 +134,7 @@ pub struct RawClassAllowList {
     pub allowed_regex: Option<OneOrMany>,
     /// Label selector over the class object's labels.
     #[serde(default)]
-    pub selector: Option<LabelSelectorSettings>,
+    pub selector: Option<RawLabelSelector>,
     /// Capsule-style alias: `matchLabels` at the level of the block.
     #[serde(default)]
     pub match_labels: Option<BTreeMap<String, String>>,
@@ -468,7 +468,7 @@ fn selector(raw: &RawClassAllowList) -> Result<Option<LabelSelector>, SettingsEr
     if !has_alias(raw) {
         return Ok(None);
     }
-    LabelSelector::build(&LabelSelectorSettings {
+    LabelSelector::build(&RawLabelSelector {
         match_labels: raw.match_labels.clone(),
         match_expressions: raw.match_expressions.clone(),
     })

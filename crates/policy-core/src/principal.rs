@@ -205,7 +205,7 @@ impl ServiceAccountPattern {
 /// Principals as written in settings (`users`, `groups`, `serviceAccounts`).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PrincipalsSettings {
+pub struct RawPrincipals {
     /// Username globs.
     #[serde(default)]
     pub users: NameList,
@@ -227,7 +227,7 @@ pub struct Principals {
 
 impl Principals {
     /// Validates principals; errors name `users[i]`, `serviceAccounts[i]`, ...
-    pub fn build(raw: PrincipalsSettings) -> Result<Self, SettingsError> {
+    pub fn build(raw: RawPrincipals) -> Result<Self, SettingsError> {
         Self::from_parts(
             ["users", "groups", "serviceAccounts"],
             raw.users,

@@ -11,7 +11,7 @@ use crate::settings::is_reread;
 /// A label selector as written in settings.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LabelSelectorSettings {
+pub struct RawLabelSelector {
     /// Labels that must be present with these values.
     #[serde(default)]
     pub match_labels: Option<BTreeMap<String, String>>,
@@ -55,7 +55,7 @@ pub enum Requirement {
 
 /// Refuses invalid label keys and values: `matchLabels["<key>"]`,
 /// `matchExpressions[i].key` and `matchExpressions[i].values[j]`.
-fn check_label_syntax(raw: &LabelSelectorSettings) -> Result<(), SettingsError> {
+fn check_label_syntax(raw: &RawLabelSelector) -> Result<(), SettingsError> {
     for (key, value) in raw.match_labels.iter().flatten() {
         check_label("matchLabels", key, value)?;
     }
@@ -115,7 +115,7 @@ impl LabelSelector {
     /// Validates a selector. An empty selector (`{}`) is refused as ambiguous
     /// (`docs/semantics.md#selectors`); label keys and values must be valid
     /// ([`crate::labels`], checked only when the settings are validated, not re-read).
-    pub fn build(raw: &LabelSelectorSettings) -> Result<Self, SettingsError> {
+    pub fn build(raw: &RawLabelSelector) -> Result<Self, SettingsError> {
         let match_labels = raw.match_labels.clone().unwrap_or_default();
         if match_labels.keys().any(String::is_empty) {
             return Err(SettingsError::new(
@@ -199,7 +199,7 @@ mod tests {
     use serde_json::json;
 
     fn build(v: serde_json::Value) -> Result<LabelSelector, SettingsError> {
-        let raw: LabelSelectorSettings = serde_json::from_value(v).unwrap();
+        let raw: RawLabelSelector = serde_json::from_value(v).unwrap();
         LabelSelector::build(&raw)
     }
 

@@ -6,7 +6,7 @@
 use policy_core::cluster::{GetRequest, Lookups};
 use policy_core::principal::Glob;
 use policy_core::request::missing_namespace;
-use policy_core::selector::{LabelSelector, LabelSelectorSettings};
+use policy_core::selector::{LabelSelector, RawLabelSelector};
 use policy_core::{PolicyError, SettingsError};
 use serde::Deserialize;
 use serde_json::Value;
@@ -20,7 +20,7 @@ pub struct RawBinding {
     /// Namespace name globs.
     pub namespaces: Option<Vec<String>>,
     /// Selector over the Namespace's labels.
-    pub namespace_selector: Option<LabelSelectorSettings>,
+    pub namespace_selector: Option<RawLabelSelector>,
 }
 
 /// How a bound restriction combines with the others (README "Combination").

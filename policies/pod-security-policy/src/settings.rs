@@ -6,9 +6,7 @@ use policy_core::cluster::OnLookupError;
 use std::collections::HashSet;
 
 use policy_core::names::NameList;
-use policy_core::principal::{
-    GlobSet, Principals, PrincipalsSettings as RawPrincipals, ServiceAccountPattern,
-};
+use policy_core::principal::{GlobSet, Principals, RawPrincipals, ServiceAccountPattern};
 use policy_core::pss::Level;
 use policy_core::settings::{Raw, is_reread};
 use policy_core::{Mode, SettingsError};

@@ -3,7 +3,7 @@
 
 use policy_core::SettingsError;
 use policy_core::names::NameList;
-use policy_core::principal::{Principals, PrincipalsSettings};
+use policy_core::principal::{Principals, RawPrincipals};
 use policy_core::settings::{Raw, is_reread, no_duplicates};
 use policy_core::toleration::{Effect, Taint};
 use serde::Deserialize;
@@ -13,7 +13,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
     protected_taints: Option<Vec<ProtectedTaint>>,
-    trusted_controllers: Option<PrincipalsSettings>,
+    trusted_controllers: Option<RawPrincipals>,
     // Legacy Chimera form.
     taint: Option<RawLegacyTaint>,
     #[serde(rename = "allowed_users")]
