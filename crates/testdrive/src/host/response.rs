@@ -142,58 +142,54 @@ pub(super) fn finish(
     mut guest: GuestResponse,
     metadata: Option<&Metadata>,
 ) -> Result<Evaluation> {
-    let object = request.get("object").filter(|o| !o.is_null());
     // The mutated object in canonical key order (sorted in place, not copied), as the
     // request object is sent: patches do not depend on the key order the policy keeps.
     let mut mutated_object = guest.mutated_object.take();
     if let Some(mutated) = &mut mutated_object {
         canonicalize(mutated);
     }
-    let (Some(mutated), Some(object)) = (&mutated_object, object) else {
-        let response = match mutated_object {
-            Some(_) => rejected_without_code(uid, NULL_OBJECT_MUTATION.to_owned()),
-            None => response_of(uid, guest),
-        };
-        return Ok(Evaluation {
-            response,
-            patch: None,
-            mutated_object,
-            host_call_errors: Vec::new(),
-        });
+    let object = request.get("object").filter(|o| !o.is_null());
+    let (response, patch) = respond(uid, object, mutated_object.as_ref(), guest, metadata)?;
+    Ok(Evaluation {
+        response,
+        patch,
+        mutated_object,
+        host_call_errors: Vec::new(),
+    })
+}
+
+/// The response to the guest's answer and the patch it carries, by the rules of the module
+/// docs.
+fn respond(
+    uid: String,
+    object: Option<&Value>,
+    mutated: Option<&Value>,
+    guest: GuestResponse,
+    metadata: Option<&Metadata>,
+) -> Result<(AdmissionResponse, Option<Value>)> {
+    let Some(mutated) = mutated else {
+        return Ok((response_of(uid, guest), None));
+    };
+    let Some(object) = object else {
+        let message = NULL_OBJECT_MUTATION.to_owned();
+        return Ok((rejected_without_code(uid, message), None));
     };
     let ops = json_patch::diff(&canonical_cow(object), mutated);
     if ops.0.is_empty() {
-        let response = response_of(uid, guest);
-        return Ok(Evaluation {
-            response,
-            patch: None,
-            mutated_object,
-            host_call_errors: Vec::new(),
-        });
+        return Ok((response_of(uid, guest), None));
     }
     if metadata.is_some_and(|m| !m.mutating) {
         let id = metadata
             .and_then(|m| m.annotations.get("io.kubewarden.policy.title"))
             .map_or("policy", String::as_str);
-        let response = rejected_without_code(uid, not_allowed_to_mutate(id));
-        return Ok(Evaluation {
-            response,
-            patch: None,
-            mutated_object,
-            host_call_errors: Vec::new(),
-        });
+        return Ok((rejected_without_code(uid, not_allowed_to_mutate(id)), None));
     }
-    let cannot = |e: serde_json::Error| Error::Invalid(format!("cannot serialize patch: {e}"));
-    let bytes = serde_json::to_vec(&ops).map_err(cannot)?;
+    let patch = serde_json::to_value(&ops)
+        .map_err(|e| Error::Invalid(format!("cannot serialize patch: {e}")))?;
     let mut response = response_of(uid, guest);
     response.patch_type = Some("JSONPatch".to_owned());
-    response.patch = Some(base64::engine::general_purpose::STANDARD.encode(&bytes));
-    Ok(Evaluation {
-        response,
-        patch: Some(serde_json::to_value(&ops).map_err(cannot)?),
-        mutated_object,
-        host_call_errors: Vec::new(),
-    })
+    response.patch = Some(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
+    Ok((response, Some(patch)))
 }
 
 /// The response the guest's verdict, message, code, audit annotations and warnings make.
