@@ -68,6 +68,11 @@ pub struct ListRequest {
     pub label_selector: Option<String>,
     /// Kubernetes field selector string.
     pub field_selector: Option<String>,
+    /// Field masks: dot-separated paths (`spec.rules.host`) of the parts of each object's
+    /// body the policy reads; the host keeps only these (and the whole `metadata`) in its
+    /// watch cache and in its answers. `None` keeps every field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field_masks: Option<Vec<String>>,
 }
 
 impl ListRequest {
@@ -399,6 +404,72 @@ impl<P> Cluster for HostCluster<P> {
     }
 }
 
+/// An object as the Kubewarden host hands it to a guest: without `metadata.managedFields`
+/// and the `kubectl.kubernetes.io/last-applied-configuration` annotation, which the host
+/// never keeps; with `masks`, every field outside `apiVersion`, `kind` and `metadata` that no
+/// mask path names is dropped (a list applies its mask to each item; a path ending on a field
+/// keeps all of it; no masks, or an empty list, keeps everything).
+///
+/// ```
+/// use policy_core::cluster::host_view;
+/// use serde_json::json;
+/// let mut ingress = json!({"kind": "Ingress", "metadata": {"name": "web", "managedFields": []},
+///     "spec": {"ingressClassName": "a", "rules": [{"host": "x", "http": {"paths": [{"path": "/", "pathType": "Prefix"}]}}]},
+///     "status": {}});
+/// host_view(&mut ingress, Some(&["spec.rules.host".into(), "spec.rules.http.paths.path".into()]));
+/// assert_eq!(ingress, json!({"kind": "Ingress", "metadata": {"name": "web"},
+///     "spec": {"rules": [{"host": "x", "http": {"paths": [{"path": "/"}]}}]}}));
+/// ```
+pub fn host_view(object: &mut Value, masks: Option<&[String]>) {
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+        if let Some(annotations) = metadata
+            .get_mut("annotations")
+            .and_then(Value::as_object_mut)
+        {
+            annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
+    }
+    let Some(masks) = masks.filter(|m| !m.is_empty()) else {
+        return;
+    };
+    let paths: Vec<Vec<&str>> = masks.iter().map(|m| m.split('.').collect()).collect();
+    let paths: Vec<&[&str]> = paths.iter().map(Vec::as_slice).collect();
+    if let Some(map) = object.as_object_mut() {
+        map.retain(|key, value| {
+            matches!(key.as_str(), "apiVersion" | "kind" | "metadata")
+                || prune_under(key, value, &paths)
+        });
+    }
+}
+
+/// Keeps `value` (the field `key`) when a mask path starts with `key`, pruned to the paths'
+/// rests; whether it is kept.
+fn prune_under(key: &str, value: &mut Value, paths: &[&[&str]]) -> bool {
+    let rests: Vec<&[&str]> = paths
+        .iter()
+        .filter_map(|p| p.split_first())
+        .filter(|(head, _)| **head == key)
+        .map(|(_, rest)| rest)
+        .collect();
+    if rests.is_empty() {
+        return false;
+    }
+    if !rests.iter().any(|r| r.is_empty()) {
+        prune(value, &rests);
+    }
+    true
+}
+
+/// Prunes an object (or each item of a list) to the mask paths.
+fn prune(value: &mut Value, paths: &[&[&str]]) {
+    match value {
+        Value::Object(map) => map.retain(|key, value| prune_under(key, value, paths)),
+        Value::Array(items) => items.iter_mut().for_each(|item| prune(item, paths)),
+        _ => {}
+    }
+}
+
 /// An in-memory cluster for native tests: a set of objects, plus optional forced failures.
 #[derive(Clone, Debug, Default)]
 pub struct Objects {
@@ -444,7 +515,11 @@ impl Cluster for Objects {
                     && Self::field(o, "metadata", "name") == Some(r.name.as_str())
                     && Self::field(o, "metadata", "namespace") == r.namespace.as_deref()
             })
-            .cloned())
+            .map(|o| {
+                let mut o = o.clone();
+                host_view(&mut o, None);
+                o
+            }))
     }
 
     fn list(&mut self, r: &ListRequest) -> Result<Vec<Value>, LookupFailure> {
@@ -466,7 +541,11 @@ impl Cluster for Objects {
                         .as_deref()
                         .is_none_or(|s| field_query_matches(s, o))
             })
-            .cloned()
+            .map(|o| {
+                let mut o = o.clone();
+                host_view(&mut o, r.field_masks.as_deref());
+                o
+            })
             .collect())
     }
 }
@@ -577,6 +656,7 @@ mod tests {
                 namespace: None,
                 label_selector: Some("env in (prod,dev)".into()),
                 field_selector: None,
+                field_masks: None,
             })
             .unwrap();
         assert_eq!(listed.len(), 1);
@@ -713,9 +793,34 @@ mod tests {
             namespace: None,
             label_selector: None,
             field_selector: None,
+            field_masks: None,
         };
         assert!(Lookups::new(&mut c).list(&req).unwrap().is_empty());
         let err = Lookups::new(&mut BadList).list(&req).unwrap_err();
         assert!(err.to_string().ends_with("items[1] is a number"), "{err}");
+    }
+
+    #[test]
+    fn host_view_keeps_masked_fields_and_all_metadata() {
+        let masks = [
+            "spec.rules.host".to_owned(),
+            "spec.tls".to_owned(),
+            "nope.x".to_owned(),
+        ];
+        let mut o = json!({"apiVersion": "v1", "kind": "K",
+            "metadata": {"name": "a", "labels": {"x": "y"}, "managedFields": [{}],
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "k": "v"}},
+            "spec": {"rules": [{"host": "h", "http": {}}, {"http": {}}, "text"], "tls": [{"hosts": ["h"], "secretName": "s"}], "other": 1},
+            "status": {"x": 1}});
+        host_view(&mut o, Some(&masks));
+        assert_eq!(
+            o,
+            json!({"apiVersion": "v1", "kind": "K",
+            "metadata": {"name": "a", "labels": {"x": "y"}, "annotations": {"k": "v"}},
+            "spec": {"rules": [{"host": "h"}, {}, "text"], "tls": [{"hosts": ["h"], "secretName": "s"}]}})
+        );
+        let mut unmasked = json!({"metadata": {"managedFields": []}, "spec": {"a": 1}});
+        host_view(&mut unmasked, Some(&[]));
+        assert_eq!(unmasked, json!({"metadata": {}, "spec": {"a": 1}}));
     }
 }

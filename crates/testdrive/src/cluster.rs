@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use policy_core::cluster::{GetRequest, not_found_text};
+use std::collections::BTreeSet;
+
+use policy_core::cluster::{GetRequest, host_view, not_found_text};
 use serde_json::{Value, json};
 
 use crate::callbacks::{Callbacks, KubernetesRequest};
@@ -15,7 +17,9 @@ use crate::selector::{FieldSelector, LabelSelector};
 /// '<name>' inside of namespace '<namespace>'`
 /// ([`policy_core::cluster::not_found_text`]); lists filtered by
 /// apiVersion/kind, namespace, label and field selectors, returned as
-/// `<Kind>List` sorted by namespace then name.
+/// `<Kind>List` sorted by namespace then name. Answers are what the host hands a guest
+/// ([`policy_core::cluster::host_view`]): no managed fields, no last-applied annotation,
+/// and only the fields a request's `field_masks` name.
 ///
 /// ```
 /// use serde_json::json;
@@ -106,6 +110,7 @@ impl ClusterObjects {
         namespace: Option<&str>,
         label_selector: &Option<String>,
         field_selector: &Option<String>,
+        field_masks: &Option<BTreeSet<String>>,
     ) -> std::result::Result<Vec<u8>, String> {
         let labels = LabelSelector::parse(label_selector.as_deref().unwrap_or(""))
             .map_err(|e| e.to_string())?;
@@ -123,6 +128,15 @@ impl ClusterObjects {
                 str_at(o, &["metadata", "name"]).unwrap_or(""),
             )
         });
+        let masks: Option<Vec<String>> = field_masks.as_ref().map(|m| m.iter().cloned().collect());
+        let items: Vec<Value> = items
+            .into_iter()
+            .map(|o| {
+                let mut o = o.clone();
+                host_view(&mut o, masks.as_deref());
+                o
+            })
+            .collect();
         let reply = json!({
             "apiVersion": api_version,
             "kind": format!("{kind}List"),
@@ -148,7 +162,11 @@ impl Callbacks for ClusterObjects {
                     str_at(o, &["metadata", "name"]) == Some(name.as_str())
                         && str_at(o, &["metadata", "namespace"]) == namespace.as_deref()
                 })
-                .map(|o| serde_json::to_vec(o).map_err(|e| e.to_string()))
+                .map(|o| {
+                    let mut o = o.clone();
+                    host_view(&mut o, None);
+                    serde_json::to_vec(&o).map_err(|e| e.to_string())
+                })
                 .unwrap_or_else(|| {
                     Err(not_found_text(&GetRequest {
                         api_version: api_version.clone(),
@@ -164,21 +182,29 @@ impl Callbacks for ClusterObjects {
                 namespace,
                 label_selector,
                 field_selector,
-                ..
+                field_masks,
             } => self.list(
                 api_version,
                 kind,
                 Some(namespace),
                 label_selector,
                 field_selector,
+                field_masks,
             ),
             KubernetesRequest::KubernetesListResourceAll {
                 api_version,
                 kind,
                 label_selector,
                 field_selector,
-                ..
-            } => self.list(api_version, kind, None, label_selector, field_selector),
+                field_masks,
+            } => self.list(
+                api_version,
+                kind,
+                None,
+                label_selector,
+                field_selector,
+                field_masks,
+            ),
         }
     }
 }
@@ -295,5 +321,37 @@ items:
         assert_eq!(none["items"], json!([]));
 
         assert!(call(&mut c, "list_resources_all", json!({"api_version": "v1", "kind": "Pod", "label_selector": "app in web", "field_selector": null})).is_err());
+    }
+
+    #[test]
+    fn answers_carry_only_what_the_host_keeps() {
+        let mut c = ClusterObjects::new(vec![json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "web", "namespace": "a", "managedFields": [{}]},
+            "spec": {"ingressClassName": "x", "rules": [{"host": "h", "http": {"paths": [{"path": "/", "pathType": "Prefix"}]}}]},
+            "status": {"loadBalancer": {}}})])
+        .unwrap();
+        let masked = call(
+            &mut c,
+            "list_resources_by_namespace",
+            json!({"api_version": "networking.k8s.io/v1",
+            "kind": "Ingress", "namespace": "a", "label_selector": null, "field_selector": null,
+            "field_masks": ["spec.rules.host", "spec.rules.http.paths.path"]}),
+        )
+        .unwrap();
+        assert_eq!(
+            masked["items"][0],
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "web", "namespace": "a"},
+            "spec": {"rules": [{"host": "h", "http": {"paths": [{"path": "/"}]}}]}})
+        );
+        let whole = call(
+            &mut c,
+            "get_resource",
+            json!({"api_version": "networking.k8s.io/v1",
+            "kind": "Ingress", "name": "web", "namespace": "a", "disable_cache": false}),
+        )
+        .unwrap();
+        assert_eq!(whole["status"], json!({"loadBalancer": {}}));
+        assert!(whole["metadata"].get("managedFields").is_none());
     }
 }
