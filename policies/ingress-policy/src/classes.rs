@@ -55,13 +55,25 @@ pub fn judge(
         if create && judge.cluster_default_replaced(values, settings, &mut fetch)? {
             return Ok(());
         }
-        judge.named(&kind, field, &mut fetch, &values.field_path, Part::ClassName)?;
+        judge.named(
+            &kind,
+            field,
+            &mut fetch,
+            &values.field_path,
+            Part::ClassName,
+        )?;
     }
     if let Some(annotation) = values.annotation
         && values.field != Some(annotation)
     {
         let mut fetch = ClassFetch::new(&kind, annotation);
-        judge.named(&kind, annotation, &mut fetch, &values.annotation_path, Part::Metadata)?;
+        judge.named(
+            &kind,
+            annotation,
+            &mut fetch,
+            &values.annotation_path,
+            Part::Metadata,
+        )?;
     }
     if values.field.is_none() && values.annotation.is_none() {
         judge.no_class(values, create);

@@ -151,7 +151,12 @@ fn tenant_namespaces(
         let name = item
             .pointer("/metadata/name")
             .and_then(Value::as_str)
-            .ok_or_else(|| unexpected(&request, format!("items[{i}].metadata.name: expected a string")))?;
+            .ok_or_else(|| {
+                unexpected(
+                    &request,
+                    format!("items[{i}].metadata.name: expected a string"),
+                )
+            })?;
         if seen.insert(name) {
             names.push(name.to_owned());
         }
@@ -259,10 +264,22 @@ impl<'a> Claims<'a> {
         for (i, rule) in rules.iter().enumerate() {
             let host = normalize(rule.host.unwrap_or(""));
             match &rule.claim {
-                Claim::WholeHost => claims.add(host, Key { rule: i, path: None }),
+                Claim::WholeHost => claims.add(
+                    host,
+                    Key {
+                        rule: i,
+                        path: None,
+                    },
+                ),
                 Claim::Paths(paths) => {
                     for path in paths {
-                        claims.add(host.clone(), Key { rule: i, path: Some(path) });
+                        claims.add(
+                            host.clone(),
+                            Key {
+                                rule: i,
+                                path: Some(path),
+                            },
+                        );
                     }
                 }
             }
@@ -289,7 +306,12 @@ impl<'a> Claims<'a> {
     }
 
     /// Scans the Ingresses of one list answer; a malformed item is a failed lookup.
-    fn scan(&mut self, items: &[Value], request: &ListRequest, me: Me<'_>) -> Result<(), PolicyError> {
+    fn scan(
+        &mut self,
+        items: &[Value],
+        request: &ListRequest,
+        me: Me<'_>,
+    ) -> Result<(), PolicyError> {
         for (i, item) in items.iter().enumerate() {
             self.scan_item(item, me)
                 .map_err(|problem| unexpected(request, format!("items[{i}]{problem}")))?;
@@ -338,16 +360,24 @@ impl<'a> Claims<'a> {
 
     /// The claims with a collider, in document order.
     fn collisions(&self) -> impl Iterator<Item = (&Key<'a>, &Collider)> {
-        self.keys.iter().zip(&self.found.by_key).filter_map(|(key, found)| {
-            let collider = self.found.colliders.get((*found)?)?;
-            Some((key, collider))
-        })
+        self.keys
+            .iter()
+            .zip(&self.found.by_key)
+            .filter_map(|(key, found)| {
+                let collider = self.found.colliders.get((*found)?)?;
+                Some((key, collider))
+            })
     }
 }
 
 /// README rule 5: a candidate claim hits the new claims of its host — the whole host hits
 /// them all; a path hits the same path and the claims of the whole host.
-fn hit(entry: &mut HostClaims<'_>, claim: &Claim<'_>, found: &mut Found, candidate: &mut Candidate<'_>) {
+fn hit(
+    entry: &mut HostClaims<'_>,
+    claim: &Claim<'_>,
+    found: &mut Found,
+    candidate: &mut Candidate<'_>,
+) {
     match claim {
         Claim::WholeHost => entry.all.mark(found, candidate),
         Claim::Paths(paths) => {
@@ -425,7 +455,9 @@ impl<'r> Naming<'r> {
         let same = match mine {
             None => false,
             Some(mine) => {
-                let theirs = tenant_of(&collider.namespace, label, lookups).ok().flatten();
+                let theirs = tenant_of(&collider.namespace, label, lookups)
+                    .ok()
+                    .flatten();
                 theirs.as_deref() == Some(mine.as_str())
             }
         };
@@ -447,7 +479,10 @@ mod tests {
     }
 
     fn rule(host: &str, paths: &[&str]) -> Value {
-        let paths: Vec<Value> = paths.iter().map(|p| json!({"path": p, "pathType": "Prefix"})).collect();
+        let paths: Vec<Value> = paths
+            .iter()
+            .map(|p| json!({"path": p, "pathType": "Prefix"}))
+            .collect();
         json!({"host": host, "http": {"paths": paths}})
     }
 
@@ -456,7 +491,10 @@ mod tests {
         let spec = At::new(&new["spec"], FieldPath::root("spec"));
         let rules = rules(&spec).unwrap();
         let mut claims = Claims::new(&rules);
-        let me = Me { namespace: "solar-prod", name: "web" };
+        let me = Me {
+            namespace: "solar-prod",
+            name: "web",
+        };
         claims.scan(candidates, &ingresses(None), me).unwrap();
         claims
             .collisions()
@@ -466,7 +504,11 @@ mod tests {
 
     #[test]
     fn same_host_and_path_collide_other_paths_do_not() {
-        let new = ingress("solar-prod", "web", json!([rule("app.acme.com", &["/", "/api"])]));
+        let new = ingress(
+            "solar-prod",
+            "web",
+            json!([rule("app.acme.com", &["/", "/api"])]),
+        );
         let old = ingress("solar-dev", "web", json!([rule("App.Acme.com.", &["/"])]));
         assert_eq!(collide(new, &[old]), [(0, Some("/".into()), "web".into())]);
     }
@@ -475,7 +517,10 @@ mod tests {
     fn whole_host_claims_collide_both_ways() {
         let host_only = ingress("solar-dev", "h", json!([{"host": "app.acme.com"}]));
         let new = ingress("solar-prod", "web", json!([rule("app.acme.com", &["/x"])]));
-        assert_eq!(collide(new, &[host_only]), [(0, Some("/x".into()), "h".into())]);
+        assert_eq!(
+            collide(new, &[host_only]),
+            [(0, Some("/x".into()), "h".into())]
+        );
         let new = ingress("solar-prod", "web", json!([{"host": "app.acme.com"}]));
         let paths = ingress("solar-dev", "p", json!([rule("app.acme.com", &["/y"])]));
         assert_eq!(collide(new, &[paths]), [(0, None, "p".into())]);
@@ -483,23 +528,46 @@ mod tests {
 
     #[test]
     fn itself_wildcards_and_other_hosts_never_collide() {
-        let new = ingress("solar-prod", "web", json!([rule("x.acme.com", &["/"]), rule("*.acme.com", &["/"])]));
+        let new = ingress(
+            "solar-prod",
+            "web",
+            json!([rule("x.acme.com", &["/"]), rule("*.acme.com", &["/"])]),
+        );
         let itself = new.clone();
         let wildcard = ingress("a", "w", json!([rule("*.acme.com", &["/a"])]));
-        let other = ingress("a", "o", json!([rule("y.acme.com", &["/"]), {"host": "z.acme.com"}]));
+        let other = ingress(
+            "a",
+            "o",
+            json!([rule("y.acme.com", &["/"]), {"host": "z.acme.com"}]),
+        );
         assert!(collide(new, &[itself, wildcard, other]).is_empty());
     }
 
     #[test]
     fn hostless_rules_collide_with_hostless_rules() {
-        let new = ingress("solar-prod", "web", json!([{"http": {"paths": [{"path": "/"}]}}]));
-        let old = ingress("a", "catch-all", json!([{"host": "", "http": {"paths": [{"path": "/"}]}}]));
-        assert_eq!(collide(new, &[old]), [(0, Some("/".into()), "catch-all".into())]);
+        let new = ingress(
+            "solar-prod",
+            "web",
+            json!([{"http": {"paths": [{"path": "/"}]}}]),
+        );
+        let old = ingress(
+            "a",
+            "catch-all",
+            json!([{"host": "", "http": {"paths": [{"path": "/"}]}}]),
+        );
+        assert_eq!(
+            collide(new, &[old]),
+            [(0, Some("/".into()), "catch-all".into())]
+        );
     }
 
     #[test]
     fn first_collider_is_kept_and_each_claim_reported_once() {
-        let new = ingress("solar-prod", "web", json!([rule("a.com", &["/", "/", "/b"]), rule("a.com", &["/"])]));
+        let new = ingress(
+            "solar-prod",
+            "web",
+            json!([rule("a.com", &["/", "/", "/b"]), rule("a.com", &["/"])]),
+        );
         let first = ingress("x", "first", json!([rule("a.com", &["/"])]));
         let second = ingress("x", "second", json!([{"host": "a.com"}]));
         assert_eq!(
@@ -517,17 +585,45 @@ mod tests {
         let new = ingress("solar-prod", "web", json!([rule("a.com", &["/"])]));
         let spec = At::new(&new["spec"], FieldPath::root("spec"));
         let rules = rules(&spec).unwrap();
-        let me = Me { namespace: "solar-prod", name: "web" };
+        let me = Me {
+            namespace: "solar-prod",
+            name: "web",
+        };
         for (bad, reason) in [
-            (json!({"metadata": {"name": "x"}}), "items[0].metadata.namespace: expected a string"),
-            (ingress("a", "b", json!({})), "items[0].spec.rules: expected a list"),
-            (ingress("a", "b", json!([1])), "items[0].spec.rules[0]: expected an object"),
-            (ingress("a", "b", json!([{"host": 1}])), "items[0].spec.rules[0].host: expected a string"),
-            (ingress("a", "b", json!([{"host": "a.com", "http": {"paths": [{"path": 1}]}}])), "items[0].spec.rules[0].http.paths[0].path: expected a string"),
+            (
+                json!({"metadata": {"name": "x"}}),
+                "items[0].metadata.namespace: expected a string",
+            ),
+            (
+                ingress("a", "b", json!({})),
+                "items[0].spec.rules: expected a list",
+            ),
+            (
+                ingress("a", "b", json!([1])),
+                "items[0].spec.rules[0]: expected an object",
+            ),
+            (
+                ingress("a", "b", json!([{"host": 1}])),
+                "items[0].spec.rules[0].host: expected a string",
+            ),
+            (
+                ingress(
+                    "a",
+                    "b",
+                    json!([{"host": "a.com", "http": {"paths": [{"path": 1}]}}]),
+                ),
+                "items[0].spec.rules[0].http.paths[0].path: expected a string",
+            ),
         ] {
-            let err = Claims::new(&rules).scan(&[bad], &ingresses(None), me).unwrap_err();
+            let err = Claims::new(&rules)
+                .scan(&[bad], &ingresses(None), me)
+                .unwrap_err();
             assert_eq!(err.code(), 500);
-            assert!(err.to_string().ends_with(&format!("unexpected answer: {reason}")), "{err}");
+            assert!(
+                err.to_string()
+                    .ends_with(&format!("unexpected answer: {reason}")),
+                "{err}"
+            );
         }
     }
 }

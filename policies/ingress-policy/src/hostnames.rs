@@ -95,7 +95,13 @@ fn default_backend_only(
 }
 
 /// README rule 1: the host is listed or fully matches a regex (in its normal form).
-fn allowed_host(host: &str, path: &FieldPath, part: Part, allowed: &Allowed<'_>, report: &mut Report) {
+fn allowed_host(
+    host: &str,
+    path: &FieldPath,
+    part: Part,
+    allowed: &Allowed<'_>,
+    report: &mut Report,
+) {
     if !allowed.list.allows(host) {
         report.violation(
             part,

@@ -134,9 +134,18 @@ impl<'a> ClassValues<'a> {
         let annotation_path = FieldPath::root("metadata")
             .field("annotations")
             .key(CLASS_ANNOTATION);
-        let annotation = match &annotations {
-            Some(a) => a.get_str(CLASS_ANNOTATION)?,
-            None => None,
+        let annotation = match annotations
+            .as_ref()
+            .and_then(|a| a.value.get(CLASS_ANNOTATION))
+        {
+            None | Some(Value::Null) => None,
+            Some(Value::String(class)) => Some(class.as_str()),
+            Some(_) => {
+                return Err(PolicyError::malformed(
+                    &annotation_path,
+                    "expected a string",
+                ));
+            }
         };
         Ok(ClassValues {
             field: spec.get_str("ingressClassName")?.filter(|c| !c.is_empty()),
@@ -165,7 +174,11 @@ fn spec(object: &Value) -> Option<&Value> {
 pub fn hostnames_part<'v>(
     object: &'v Value,
     backend: &str,
-) -> (Vec<Option<&'v Value>>, Vec<Option<&'v Value>>, Option<&'v Value>) {
+) -> (
+    Vec<Option<&'v Value>>,
+    Vec<Option<&'v Value>>,
+    Option<&'v Value>,
+) {
     let spec = spec(object);
     let list = |name: &str| {
         spec.and_then(|s| s.get(name))
@@ -242,7 +255,10 @@ mod tests {
         for (spec, path) in [
             (json!({"rules": {}}), "spec.rules: expected a list"),
             (json!({"rules": [1]}), "spec.rules[0]: expected an object"),
-            (json!({"rules": [{"host": 1}]}), "spec.rules[0].host: expected a string"),
+            (
+                json!({"rules": [{"host": 1}]}),
+                "spec.rules[0].host: expected a string",
+            ),
             (
                 json!({"rules": [{"http": {"paths": [{"path": 3}]}}]}),
                 "spec.rules[0].http.paths[0].path: expected a string",

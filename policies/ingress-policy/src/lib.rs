@@ -190,15 +190,27 @@ mod tests {
     use policy_core::policy::{ValidationResponse, evaluate};
     use serde_json::{Value, json};
 
-    fn run(version: &str, object: Value, settings: Value, cluster: Vec<Value>) -> ValidationResponse {
-        let group = if version == "extensions/v1beta1" { "extensions" } else { "networking.k8s.io" };
+    fn run(
+        version: &str,
+        object: Value,
+        settings: Value,
+        cluster: Vec<Value>,
+    ) -> ValidationResponse {
+        let group = if version == "extensions/v1beta1" {
+            "extensions"
+        } else {
+            "networking.k8s.io"
+        };
         let v = version.rsplit('/').next().unwrap();
         let payload = json!({
             "request": {"kind": {"group": group, "version": v, "kind": "Ingress"}, "operation": "CREATE",
                 "namespace": "solar-prod", "object": object},
             "settings": settings
         });
-        evaluate::<IngressPolicy>(&serde_json::to_vec(&payload).unwrap(), &mut Objects::new(cluster))
+        evaluate::<IngressPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::new(cluster),
+        )
     }
 
     fn web(spec: Value) -> Value {
@@ -214,10 +226,15 @@ mod tests {
             json!({"allowedClasses": {"default": "tenant-nginx"}}),
             vec![],
         );
-        assert_eq!(r.mutated_object.unwrap()["spec"]["ingressClassName"], "tenant-nginx");
+        assert_eq!(
+            r.mutated_object.unwrap()["spec"]["ingressClassName"],
+            "tenant-nginx"
+        );
         let r = run(
             "v1",
-            web(json!({"rules": [{"host": "*.evil.com"}], "tls": [{"hosts": ["bank.example.com"]}]})),
+            web(
+                json!({"rules": [{"host": "*.evil.com"}], "tls": [{"hosts": ["bank.example.com"]}]}),
+            ),
             json!({"allowedHostnames": {"allowed": ["app.acme.com"]}}),
             vec![],
         );
@@ -236,10 +253,24 @@ mod tests {
         let settings = json!({"allowedHostnames": {"allowed": ["app.acme.com"]}});
         let backend = json!({"serviceName": "web", "servicePort": 80});
         for version in ["networking.k8s.io/v1beta1", "extensions/v1beta1"] {
-            let r = run(version, web(json!({"backend": backend})), settings.clone(), vec![]);
-            assert!(r.message.unwrap().starts_with("spec.backend: an Ingress with only a default backend"));
+            let r = run(
+                version,
+                web(json!({"backend": backend})),
+                settings.clone(),
+                vec![],
+            );
+            assert!(
+                r.message
+                    .unwrap()
+                    .starts_with("spec.backend: an Ingress with only a default backend")
+            );
         }
-        let r = run("v1", web(json!({"defaultBackend": {"service": {"name": "web"}}})), settings, vec![]);
+        let r = run(
+            "v1",
+            web(json!({"defaultBackend": {"service": {"name": "web"}}})),
+            settings,
+            vec![],
+        );
         assert!(r.message.unwrap().starts_with("spec.defaultBackend: "));
     }
 
@@ -250,31 +281,65 @@ mod tests {
                 "object": web(json!({}))},
             "settings": {}
         });
-        let r = evaluate::<IngressPolicy>(&serde_json::to_vec(&payload).unwrap(), &mut Objects::default());
+        let r = evaluate::<IngressPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::default(),
+        );
         assert_eq!(r.code, Some(400));
-        assert_eq!(r.message.as_deref(), Some("ingress-policy does not handle extensions/v1 Ingress"));
+        assert_eq!(
+            r.message.as_deref(),
+            Some("ingress-policy does not handle extensions/v1 Ingress")
+        );
     }
 
     #[test]
     fn collisions_name_the_other_ingress_in_the_tenant_only() {
-        let ns = |name: &str, tenant: &str| json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"capsule.clastix.io/tenant": tenant}}});
-        let existing = |namespace: &str| json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        let ns = |name: &str, tenant: &str| {
+            json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"capsule.clastix.io/tenant": tenant}}})
+        };
+        let existing = |namespace: &str| {
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
             "metadata": {"name": "web", "namespace": namespace},
-            "spec": {"rules": [{"host": "app.acme.com", "http": {"paths": [{"path": "/"}]}}]}});
-        let cluster = vec![ns("solar-prod", "solar"), ns("solar-dev", "solar"), ns("wind-prod", "wind"),
-            existing("solar-dev"), existing("wind-prod")];
-        let new = web(json!({"rules": [{"host": "app.acme.com", "http": {"paths": [{"path": "/"}]}}]}));
-        let r = run("v1", new.clone(), json!({"hostnameCollisionScope": "Tenant"}), cluster.clone());
-        assert_eq!(
-            r.message.as_deref(),
-            Some("spec.rules[0]: host \"app.acme.com\" path \"/\" is already used by Ingress solar-dev/web")
+            "spec": {"rules": [{"host": "app.acme.com", "http": {"paths": [{"path": "/"}]}}]}})
+        };
+        let cluster = vec![
+            ns("solar-prod", "solar"),
+            ns("solar-dev", "solar"),
+            ns("wind-prod", "wind"),
+            existing("solar-dev"),
+            existing("wind-prod"),
+        ];
+        let new =
+            web(json!({"rules": [{"host": "app.acme.com", "http": {"paths": [{"path": "/"}]}}]}));
+        let r = run(
+            "v1",
+            new.clone(),
+            json!({"hostnameCollisionScope": "Tenant"}),
+            cluster.clone(),
         );
-        let only_wind = vec![ns("solar-prod", "solar"), ns("wind-prod", "wind"), existing("wind-prod")];
-        let r = run("v1", new, json!({"hostnameCollisionScope": "Cluster"}), only_wind);
         assert_eq!(
             r.message.as_deref(),
-            Some("spec.rules[0]: host \"app.acme.com\" path \"/\" is already used by an Ingress in another namespace")
+            Some(
+                "spec.rules[0]: host \"app.acme.com\" path \"/\" is already used by Ingress solar-dev/web"
+            )
+        );
+        let only_wind = vec![
+            ns("solar-prod", "solar"),
+            ns("wind-prod", "wind"),
+            existing("wind-prod"),
+        ];
+        let r = run(
+            "v1",
+            new,
+            json!({"hostnameCollisionScope": "Cluster"}),
+            only_wind,
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "spec.rules[0]: host \"app.acme.com\" path \"/\" is already used by an Ingress in another namespace"
+            )
         );
     }
 }

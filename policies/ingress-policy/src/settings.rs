@@ -216,9 +216,14 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(s.hostname_collision_scope, CollisionScope::Tenant);
-        assert!(s.allowed_hostnames.unwrap().allows("web.solar.acmecorp.com"));
-        let s = Settings::parse(&json!({"hostnameCollisionScope": "Cluster", "tenantLabel": "tenant"}))
-            .unwrap();
+        assert!(
+            s.allowed_hostnames
+                .unwrap()
+                .allows("web.solar.acmecorp.com")
+        );
+        let s =
+            Settings::parse(&json!({"hostnameCollisionScope": "Cluster", "tenantLabel": "tenant"}))
+                .unwrap();
         assert_eq!(s.tenant_label, "tenant");
     }
 }
