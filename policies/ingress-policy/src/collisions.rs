@@ -16,7 +16,7 @@ use policy_core::labels::is_label_value;
 use policy_core::{FieldPath, PolicyError, Verdict};
 use serde_json::Value;
 
-use crate::ingress::{Claim, Rule};
+use crate::ingress::{Claim, Malformed, Rule, rule_claim, rule_host};
 use crate::report::{Part, Report};
 use crate::settings::{CollisionScope, Settings};
 
@@ -65,7 +65,7 @@ pub fn judge(
             Some(path) => format!("host {host:?} path {path:?} is already used by {who}"),
             None => format!("host {host:?} is already used by {who}"),
         };
-        report.violation(Part::Rules(key.rule), &rule.path, problem);
+        report.violation(Part::Rules(key.rule), &rule.path(), problem);
     }
     Ok(())
 }
@@ -313,46 +313,43 @@ impl<'a> Claims<'a> {
         me: Me<'_>,
     ) -> Result<(), PolicyError> {
         for (i, item) in items.iter().enumerate() {
-            self.scan_item(item, me)
-                .map_err(|problem| unexpected(request, format!("items[{i}]{problem}")))?;
+            self.scan_item(item, me).map_err(|(below, problem)| {
+                unexpected(request, format!("items[{i}]{below}: {problem}"))
+            })?;
         }
         Ok(())
     }
 
-    /// README rules 4 and 5 for one candidate: each of its rules is looked up by host.
-    fn scan_item(&mut self, item: &Value, me: Me<'_>) -> Result<(), String> {
-        let text = |pointer: &str| {
-            item.pointer(pointer)
+    /// README rules 4 and 5 for one candidate: each of its rules is looked up by host, and
+    /// only a rule whose host the new Ingress claims has its paths read.
+    fn scan_item(&mut self, item: &Value, me: Me<'_>) -> Result<(), Malformed> {
+        let metadata = item.get("metadata");
+        let text = |field: &str| {
+            metadata
+                .and_then(|m| m.get(field))
                 .and_then(Value::as_str)
-                .ok_or_else(|| format!("{}: expected a string", pointer.replace('/', ".")))
+                .ok_or_else(|| (format!(".metadata.{field}"), "expected a string"))
         };
         let mut candidate = Candidate {
-            namespace: text("/metadata/namespace")?,
-            name: text("/metadata/name")?,
+            namespace: text("namespace")?,
+            name: text("name")?,
             id: None,
         };
         if (candidate.namespace, candidate.name) == (me.namespace, me.name) {
             return Ok(());
         }
-        let rules = match item.pointer("/spec/rules") {
+        let rules = match item.get("spec").and_then(|s| s.get("rules")) {
             None | Some(Value::Null) => return Ok(()),
             Some(Value::Array(rules)) => rules,
-            Some(_) => return Err(".spec.rules: expected a list".to_owned()),
+            Some(_) => return Err((".spec.rules".to_owned(), "expected a list")),
         };
         for (r, rule) in rules.iter().enumerate() {
-            let at = |problem: &str| format!(".spec.rules[{r}]{problem}");
-            if !rule.is_object() {
-                return Err(at(": expected an object"));
-            }
-            let host = match rule.get("host") {
-                None | Some(Value::Null) => "",
-                Some(Value::String(host)) => host,
-                Some(_) => return Err(at(".host: expected a string")),
-            };
+            let at = |(below, problem): Malformed| (format!(".spec.rules[{r}]{below}"), problem);
+            let host = rule_host(rule).map_err(at)?;
             let Some(entry) = self.hosts.get_mut(normalize(host).as_ref()) else {
                 continue;
             };
-            let claim = candidate_claim(rule).map_err(|e| at(&e))?;
+            let claim = rule_claim(rule).map_err(at)?;
             hit(entry, &claim, &mut self.found, &mut candidate);
         }
         Ok(())
@@ -389,32 +386,6 @@ fn hit(
             entry.whole.mark(found, candidate);
         }
     }
-}
-
-/// The claim of a candidate's rule, read like the new Ingress's (an error names the field).
-fn candidate_claim(rule: &Value) -> Result<Claim<'_>, String> {
-    let paths = match rule.get("http") {
-        None | Some(Value::Null) => return Ok(Claim::WholeHost),
-        Some(Value::Object(http)) => match http.get("paths") {
-            None | Some(Value::Null) => return Ok(Claim::WholeHost),
-            Some(Value::Array(paths)) => paths,
-            Some(_) => return Err(".http.paths: expected a list".to_owned()),
-        },
-        Some(_) => return Err(".http: expected an object".to_owned()),
-    };
-    let mut out = Vec::with_capacity(paths.len());
-    for (p, entry) in paths.iter().enumerate() {
-        match entry.get("path") {
-            None | Some(Value::Null) => return Ok(Claim::WholeHost),
-            Some(Value::String(path)) if path.is_empty() => return Ok(Claim::WholeHost),
-            Some(Value::String(path)) => out.push(path.as_str()),
-            Some(_) => return Err(format!(".http.paths[{p}].path: expected a string")),
-        }
-    }
-    if out.is_empty() {
-        return Ok(Claim::WholeHost);
-    }
-    Ok(Claim::Paths(out))
 }
 
 /// README rule 6: whether a collider may be named. `Namespace` and `Tenant` scopes list

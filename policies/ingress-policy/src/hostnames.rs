@@ -46,16 +46,16 @@ pub fn judge(hosts: &Hostnames<'_, '_>, settings: &Settings, report: &mut Report
     for tls in hosts.tls {
         let part = Part::Tls(tls.entry);
         if let Some(allowed) = &allowed {
-            allowed_host(tls.host, &tls.path, part, allowed, report);
+            allowed_host(tls.host, &tls.path(), part, allowed, report);
         }
-        wildcard(tls.host, &tls.path, part, settings, report);
+        wildcard(tls.host, &tls.path(), part, settings, report);
     }
     for (i, rule) in hosts.rules.iter().enumerate() {
         let part = Part::Rules(i);
         match (rule.host, &allowed) {
             (None, Some(allowed)) => report.violation(
                 part,
-                &rule.path,
+                &rule.path(),
                 format!(
                     "a rule without host serves every hostname; give it a host, allowed: {}",
                     allowed.describe()

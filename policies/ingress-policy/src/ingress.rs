@@ -20,63 +20,106 @@ pub enum Claim<'a> {
     Paths(Vec<&'a str>),
 }
 
+/// Where a rule is malformed: the path below the rule (`.host`, `.http.paths[0].path`) and
+/// the problem. Built only on error, so that reading thousands of rules allocates no path.
+pub type Malformed = (String, &'static str);
+
+/// The host of a rule given as JSON (`""` when absent or empty: a rule serving every host).
+pub fn rule_host(rule: &Value) -> Result<&str, Malformed> {
+    if !rule.is_object() {
+        return Err((String::new(), "expected an object"));
+    }
+    match rule.get("host") {
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(host)) => Ok(host),
+        Some(_) => Err((".host".to_owned(), "expected a string")),
+    }
+}
+
+/// The claim of a rule given as JSON (an object): its paths, or the whole host.
+pub fn rule_claim(rule: &Value) -> Result<Claim<'_>, Malformed> {
+    let paths = match rule.get("http") {
+        None | Some(Value::Null) => return Ok(Claim::WholeHost),
+        Some(Value::Object(http)) => match http.get("paths") {
+            None | Some(Value::Null) => return Ok(Claim::WholeHost),
+            Some(Value::Array(paths)) => paths,
+            Some(_) => return Err((".http.paths".to_owned(), "expected a list")),
+        },
+        Some(_) => return Err((".http".to_owned(), "expected an object")),
+    };
+    let mut out = Vec::with_capacity(paths.len());
+    for (p, entry) in paths.iter().enumerate() {
+        let at = || format!(".http.paths[{p}]");
+        if !entry.is_object() {
+            return Err((at(), "expected an object"));
+        }
+        match entry.get("path") {
+            None | Some(Value::Null) => return Ok(Claim::WholeHost),
+            Some(Value::String(path)) if path.is_empty() => return Ok(Claim::WholeHost),
+            Some(Value::String(path)) => out.push(path.as_str()),
+            Some(_) => return Err((format!("{}.path", at()), "expected a string")),
+        }
+    }
+    if out.is_empty() {
+        return Ok(Claim::WholeHost);
+    }
+    Ok(Claim::Paths(out))
+}
+
+/// The path of `spec.rules[i]`.
+pub fn rule_path(i: usize) -> FieldPath {
+    FieldPath::root("spec").field("rules").index(i)
+}
+
 /// One `spec.rules[i]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule<'a> {
-    /// `spec.rules[i]`.
-    pub path: FieldPath,
+    /// `i`.
+    pub index: usize,
     /// The host as written (`None`: absent or empty, a rule serving every host).
     pub host: Option<&'a str>,
     /// What the rule claims of its host.
     pub claim: Claim<'a>,
 }
 
-impl<'a> Rule<'a> {
-    /// Reads the rule at `at`.
-    pub fn read(at: &At<'a>) -> Result<Self, PolicyError> {
-        let host = at.get_str("host")?.filter(|h| !h.is_empty());
-        Ok(Rule {
-            path: at.path.clone(),
-            host,
-            claim: claim(at)?,
-        })
+impl Rule<'_> {
+    /// `spec.rules[i]`.
+    pub fn path(&self) -> FieldPath {
+        rule_path(self.index)
     }
 
     /// `spec.rules[i].host`.
     pub fn host_path(&self) -> FieldPath {
-        self.path.field("host")
+        self.path().field("host")
     }
 }
 
-/// The claim of a rule: its paths, or the whole host.
-fn claim<'a>(rule: &At<'a>) -> Result<Claim<'a>, PolicyError> {
-    let Some(http) = rule.get_object("http")? else {
-        return Ok(Claim::WholeHost);
-    };
-    let entries = http.get_list("paths")?;
-    if entries.is_empty() {
-        return Ok(Claim::WholeHost);
-    }
-    let mut paths = Vec::with_capacity(entries.len());
-    for entry in &entries {
-        entry.object()?;
-        match entry.get_str("path")?.filter(|p| !p.is_empty()) {
-            Some(p) => paths.push(p),
-            None => return Ok(Claim::WholeHost),
-        }
-    }
-    Ok(Claim::Paths(paths))
-}
-
-/// The rules of an Ingress spec, in document order.
+/// The rules of an Ingress spec (at `spec`), in document order; a malformed rule is a 400
+/// naming its field.
 pub fn rules<'a>(spec: &At<'a>) -> Result<Vec<Rule<'a>>, PolicyError> {
-    spec.get_list("rules")?
-        .iter()
-        .map(|r| {
-            r.object()?;
-            Rule::read(r)
-        })
-        .collect()
+    let Some(list) = spec.get("rules")? else {
+        return Ok(Vec::new());
+    };
+    let items = list
+        .value
+        .as_array()
+        .ok_or_else(|| PolicyError::malformed(&list.path, "expected a list"))?;
+    let malformed = |i: usize, (below, problem): Malformed| {
+        PolicyError::malformed(
+            &FieldPath::dotted(&format!("{}{below}", rule_path(i))),
+            problem,
+        )
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (index, rule) in items.iter().enumerate() {
+        let host = rule_host(rule).map_err(|m| malformed(index, m))?;
+        out.push(Rule {
+            index,
+            host: Some(host).filter(|h| !h.is_empty()),
+            claim: rule_claim(rule).map_err(|m| malformed(index, m))?,
+        });
+    }
+    Ok(out)
 }
 
 /// One `spec.tls[j].hosts[k]`.
@@ -84,10 +127,21 @@ pub fn rules<'a>(spec: &At<'a>) -> Result<Vec<Rule<'a>>, PolicyError> {
 pub struct TlsHost<'a> {
     /// `j`.
     pub entry: usize,
-    /// `spec.tls[j].hosts[k]`.
-    pub path: FieldPath,
+    /// `k`.
+    pub index: usize,
     /// The host as written.
     pub host: &'a str,
+}
+
+impl TlsHost<'_> {
+    /// `spec.tls[j].hosts[k]`.
+    pub fn path(&self) -> FieldPath {
+        FieldPath::root("spec")
+            .field("tls")
+            .index(self.entry)
+            .field("hosts")
+            .index(self.index)
+    }
 }
 
 /// The TLS hosts of an Ingress spec, in document order.
@@ -95,16 +149,8 @@ pub fn tls_hosts<'a>(spec: &At<'a>) -> Result<Vec<TlsHost<'a>>, PolicyError> {
     let mut out = Vec::new();
     for (entry, tls) in spec.get_list("tls")?.into_iter().enumerate() {
         tls.object()?;
-        for at in tls.get_list("hosts")? {
-            let host = at
-                .value
-                .as_str()
-                .ok_or_else(|| PolicyError::malformed(&at.path, "expected a string"))?;
-            out.push(TlsHost {
-                entry,
-                path: at.path,
-                host,
-            });
+        for (index, host) in tls.get_str_list("hosts")?.into_iter().enumerate() {
+            out.push(TlsHost { entry, index, host });
         }
     }
     Ok(out)
@@ -244,6 +290,7 @@ mod tests {
         let rules = rules(&spec_at(&v)).unwrap();
         assert_eq!(rules[0].claim, Claim::Paths(vec!["/", "/api"]));
         assert_eq!(rules[0].host_path().to_string(), "spec.rules[0].host");
+        assert_eq!(rules[3].path().to_string(), "spec.rules[3]");
         assert_eq!(rules[1].claim, Claim::WholeHost);
         assert_eq!(rules[2].host, None);
         assert_eq!(rules[2].claim, Claim::WholeHost);
