@@ -63,6 +63,7 @@ impl Policy for IngressPolicy {
         let mut report = Report::default();
         judge(&ingress, settings, lookups, &mut report, &mut verdict)?;
         let backend = backend_field(&request.kind.version);
+        // README "How a request is decided": violations in document order.
         report.into_verdict(ingress.object.value, backend, &mut verdict);
         Ok(verdict)
     }
@@ -110,7 +111,8 @@ fn judge(
             name: ingress
                 .object
                 .value
-                .pointer("/metadata/name")
+                .get("metadata")
+                .and_then(|m| m.get("name"))
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or(&request.name),
         };
