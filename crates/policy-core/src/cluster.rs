@@ -315,6 +315,14 @@ impl HostCapabilities {
         get_resource: true,
         ..HostCapabilities::NONE
     };
+
+    /// `kubernetes/get_resource` and both list calls, `list_resources_by_namespace` and
+    /// `list_resources_all`.
+    pub const GET_AND_LIST: HostCapabilities = HostCapabilities {
+        get_resource: true,
+        list_resources_by_namespace: true,
+        list_resources_all: true,
+    };
 }
 
 /// The refusal of a lookup whose host call the policy does not declare. The text must not

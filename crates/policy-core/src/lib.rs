@@ -13,6 +13,7 @@ pub mod class;
 pub mod cluster;
 pub mod error;
 pub mod gate;
+pub mod hostname;
 pub mod image;
 pub mod json;
 pub mod labels;
