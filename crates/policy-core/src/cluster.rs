@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -55,7 +56,7 @@ impl GetRequest {
 
 /// A list lookup: `list_resources_by_namespace` when `namespace` is set, else
 /// `list_resources_all`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct ListRequest {
     /// API version.
     pub api_version: String,
@@ -96,6 +97,14 @@ pub trait Cluster {
     fn get(&mut self, request: &GetRequest) -> Result<Option<Value>, LookupFailure>;
     /// Lists objects.
     fn list(&mut self, request: &ListRequest) -> Result<Vec<Value>, LookupFailure>;
+
+    /// Lists objects as the host's JSON answer (`{"items": [...]}`), for a caller that
+    /// decodes only the fields it reads ([`Lookups::list_of`]).
+    fn list_json(&mut self, request: &ListRequest) -> Result<Vec<u8>, LookupFailure> {
+        let items = self.list(request)?;
+        serde_json::to_vec(&serde_json::json!({ "items": items }))
+            .map_err(|e| LookupFailure(e.to_string()))
+    }
 }
 
 /// The error text with which the Kubewarden host (policy-evaluator) answers a `get_resource`
@@ -212,7 +221,7 @@ pub enum OnLookupError {
 pub struct Lookups<'c> {
     cluster: &'c mut dyn Cluster,
     gets: BTreeMap<(String, String, Option<String>, String), Option<Value>>,
-    lists: Vec<(ListRequest, Vec<Value>)>,
+    lists: BTreeMap<ListRequest, Vec<Value>>,
 }
 
 impl<'c> Lookups<'c> {
@@ -221,7 +230,7 @@ impl<'c> Lookups<'c> {
         Lookups {
             cluster,
             gets: BTreeMap::new(),
-            lists: Vec::new(),
+            lists: BTreeMap::new(),
         }
     }
 
@@ -249,25 +258,58 @@ impl<'c> Lookups<'c> {
 
     /// Lists objects (once per request and identical request).
     pub fn list(&mut self, request: &ListRequest) -> Result<&[Value], PolicyError> {
-        let pos = match self.lists.iter().position(|(r, _)| r == request) {
-            Some(p) => p,
-            None => {
-                let failed = |e: LookupFailure| PolicyError::Lookup {
-                    what: request.describe(),
-                    reason: e.0,
-                };
-                let items = self.cluster.list(request).map_err(failed)?;
-                check_items(&items).map_err(failed)?;
-                self.lists.push((request.clone(), items));
-                self.lists.len() - 1
-            }
-        };
-        Ok(self
-            .lists
-            .get(pos)
-            .map(|(_, v)| v.as_slice())
-            .unwrap_or(&[]))
+        if !self.lists.contains_key(request) {
+            let failed = |e: LookupFailure| PolicyError::Lookup {
+                what: request.describe(),
+                reason: e.0,
+            };
+            let items = self.cluster.list(request).map_err(failed)?;
+            check_items(&items).map_err(failed)?;
+            self.lists.insert(request.clone(), items);
+        }
+        Ok(self.lists.get(request).map_or(&[], Vec::as_slice))
     }
+
+    /// Lists objects decoded straight into `T`, which names only the fields the caller reads:
+    /// the rest of each object is skipped unparsed, several times faster than building JSON
+    /// values of every object (`docs/semantics.md#cost`). Not cached: the caller reads each
+    /// such list once per request. An answer that does not decode is a failed lookup naming
+    /// the item and field (`unexpected answer: items[3].metadata.name: …`).
+    pub fn list_of<T: DeserializeOwned>(
+        &mut self,
+        request: &ListRequest,
+    ) -> Result<Vec<T>, PolicyError> {
+        let failed = |reason: String| PolicyError::Lookup {
+            what: request.describe(),
+            reason,
+        };
+        let answer = self.cluster.list_json(request).map_err(|e| failed(e.0))?;
+        let mut decoder = serde_json::Deserializer::from_slice(&answer);
+        let list: TypedList<T> = serde_path_to_error::deserialize(&mut decoder).map_err(|e| {
+            failed(format!(
+                "unexpected answer: {}: {}",
+                e.path(),
+                without_position(e.inner())
+            ))
+        })?;
+        Ok(list.items.unwrap_or_default())
+    }
+}
+
+/// A decoding error's text without serde_json's ` at line 1 column 87` (the answer is one
+/// line, and the field path already says where).
+fn without_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(i) if error.line() > 0 => text.get(..i).unwrap_or(&text).to_owned(),
+        _ => text,
+    }
+}
+
+/// A list answer decoded into `T` items (absent or `null` items are none).
+#[derive(Deserialize)]
+struct TypedList<T> {
+    items: Option<Vec<T>>,
 }
 
 /// The items of a list answer (`{"kind": "<Kind>List", "items": [...]}`): a non-object
@@ -374,9 +416,16 @@ impl<P: crate::policy::Policy> Cluster for HostCluster<P> {
     }
 
     fn list(&mut self, request: &ListRequest) -> Result<Vec<Value>, LookupFailure> {
+        let raw = self.list_json(request)?;
+        let list: Value = serde_json::from_slice(&raw)
+            .map_err(|e| LookupFailure(format!("undecodable answer: {e}")))?;
+        list_items(list)
+    }
+
+    fn list_json(&mut self, request: &ListRequest) -> Result<Vec<u8>, LookupFailure> {
         let msg = serde_json::to_vec(request).map_err(|e| LookupFailure(e.to_string()))?;
         // each branch's condition is a constant per policy (see `get`)
-        let raw = match request.namespace {
+        match request.namespace {
             Some(_) if P::HOST_CAPABILITIES.list_resources_by_namespace => wapc_guest::host_call(
                 "kubewarden",
                 "kubernetes",
@@ -388,10 +437,7 @@ impl<P: crate::policy::Policy> Cluster for HostCluster<P> {
             }
             _ => return Err(undeclared(&request.describe())),
         }
-        .map_err(|e| LookupFailure(host_error_text(&e.to_string()).to_owned()))?;
-        let list: Value = serde_json::from_slice(&raw)
-            .map_err(|e| LookupFailure(format!("undecodable answer: {e}")))?;
-        list_items(list)
+        .map_err(|e| LookupFailure(host_error_text(&e.to_string()).to_owned()))
     }
 }
 
@@ -830,5 +876,46 @@ mod tests {
         let mut unmasked = json!({"metadata": {"managedFields": []}, "spec": {"a": 1}});
         host_view(&mut unmasked, Some(&[]));
         assert_eq!(unmasked, json!({"metadata": {}, "spec": {"a": 1}}));
+    }
+
+    #[test]
+    fn typed_lists_decode_only_what_is_asked_and_name_bad_fields() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Named {
+            metadata: Name,
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Name {
+            name: String,
+        }
+        let mut c = Objects::new(vec![ns("a", json!({"env": "prod"})), ns("b", json!({}))]);
+        let req = ListRequest {
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+            field_masks: None,
+        };
+        let names: Vec<Named> = Lookups::new(&mut c).list_of(&req).unwrap();
+        let names: Vec<&str> = names.iter().map(|n| n.metadata.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let mut bad = Objects::new(vec![
+            ns("a", json!({})),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": 3}}),
+        ]);
+        let err = Lookups::new(&mut bad)
+            .list_of::<Named>(&req)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unexpected answer: items[1].metadata.name: invalid type: integer `3`"),
+            "{err}"
+        );
+        let err = Lookups::new(&mut Objects::new(vec![]).failing("Namespace"))
+            .list_of::<Named>(&req)
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("connection refused"), "{err}");
     }
 }

@@ -125,12 +125,20 @@ impl<'a> At<'a> {
 
     /// The strings of list field `name`; absent is empty, a non-string element is malformed.
     pub fn get_str_list(&self, name: &str) -> Result<Vec<&'a str>, PolicyError> {
-        self.get_list(name)?
-            .into_iter()
-            .map(|at| {
-                at.value
-                    .as_str()
-                    .ok_or_else(|| PolicyError::malformed(&at.path, "expected a string"))
+        let Some(list) = self.get(name)? else {
+            return Ok(Vec::new());
+        };
+        let items = list
+            .value
+            .as_array()
+            .ok_or_else(|| PolicyError::malformed(&list.path, "expected a list"))?;
+        // the path of an element is written only when it is malformed
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str()
+                    .ok_or_else(|| PolicyError::malformed(&list.path.index(i), "expected a string"))
             })
             .collect()
     }

@@ -14,9 +14,10 @@ use policy_core::cluster::{GetRequest, ListRequest, Lookups};
 use policy_core::hostname::normalize;
 use policy_core::labels::is_label_value;
 use policy_core::{FieldPath, PolicyError, Verdict};
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::ingress::{Claim, Malformed, Rule, rule_claim, rule_host};
+use crate::ingress::{Claim, Rule};
 use crate::report::{Part, Report};
 use crate::settings::{CollisionScope, Settings};
 
@@ -80,20 +81,21 @@ fn scan_scope(
     let namespaces = match settings.hostname_collision_scope {
         CollisionScope::Disabled => return Ok(()),
         CollisionScope::Cluster => {
-            let all = ingresses(None);
-            return claims.scan(lookups.list(&all)?, &all, me);
+            claims.scan(&lookups.list_of(&ingresses(None))?, me);
+            return Ok(());
         }
         CollisionScope::Namespace => vec![me.namespace.to_owned()],
         CollisionScope::Tenant => tenant_namespaces(me.namespace, &settings.tenant_label, lookups)?,
     };
     for namespace in &namespaces {
-        let list = ingresses(Some(namespace));
-        claims.scan(lookups.list(&list)?, &list, me)?;
+        claims.scan(&lookups.list_of(&ingresses(Some(namespace)))?, me);
     }
     Ok(())
 }
 
-/// The list of Ingresses of one namespace, or of every namespace.
+/// The list of Ingresses of one namespace, or of every namespace; the host keeps and hands
+/// over only their metadata and rules' hosts and paths (masks in sorted order, as kwctl
+/// records them).
 fn ingresses(namespace: Option<&str>) -> ListRequest {
     ListRequest {
         api_version: INGRESS_API_VERSION.to_owned(),
@@ -101,6 +103,53 @@ fn ingresses(namespace: Option<&str>) -> ListRequest {
         namespace: namespace.map(str::to_owned),
         label_selector: None,
         field_selector: None,
+        field_masks: Some(vec![
+            "spec.rules.host".to_owned(),
+            "spec.rules.http.paths.path".to_owned(),
+        ]),
+    }
+}
+
+/// A candidate Ingress as the collision check reads it: its name, namespace and rules'
+/// hosts and paths are decoded, everything else is skipped unparsed.
+#[derive(Debug, Deserialize)]
+struct Listed {
+    metadata: ListedMetadata,
+    spec: Option<ListedSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListedMetadata {
+    namespace: String,
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListedSpec {
+    rules: Option<Vec<ListedRule>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListedRule {
+    host: Option<String>,
+    http: Option<ListedHttp>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListedHttp {
+    paths: Option<Vec<ListedPath>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListedPath {
+    path: Option<String>,
+}
+
+impl ListedRule {
+    /// README rule 5: what the rule claims, as for the new Ingress's rules.
+    fn claim(&self) -> Claim<'_> {
+        let paths = self.http.as_ref().and_then(|h| h.paths.as_ref());
+        Claim::of_paths(paths.map(|paths| paths.iter().map(|p| p.path.as_deref())))
     }
 }
 
@@ -143,22 +192,15 @@ fn tenant_namespaces(
         namespace: None,
         label_selector: Some(format!("{label}={tenant}")),
         field_selector: None,
+        // only the names are read: the host drops the Namespaces' spec and status
+        field_masks: Some(vec!["metadata.name".to_owned()]),
     };
-    let items = lookups.list(&request)?;
+    let items: Vec<NamedObject> = lookups.list_of(&request)?;
     let mut seen = HashSet::with_capacity(items.len() + 1);
     let mut names = Vec::with_capacity(items.len() + 1);
-    for (i, item) in items.iter().enumerate() {
-        let name = item
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                unexpected(
-                    &request,
-                    format!("items[{i}].metadata.name: expected a string"),
-                )
-            })?;
-        if seen.insert(name) {
-            names.push(name.to_owned());
+    for item in &items {
+        if seen.insert(item.metadata.name.as_str()) {
+            names.push(item.metadata.name.clone());
         }
     }
     if !seen.contains(namespace) {
@@ -167,12 +209,15 @@ fn tenant_namespaces(
     Ok(names)
 }
 
-/// A list answer of the wrong shape: a failed lookup (`docs/semantics.md#lookups`).
-fn unexpected(request: &ListRequest, problem: String) -> PolicyError {
-    PolicyError::Lookup {
-        what: request.describe(),
-        reason: format!("unexpected answer: {problem}"),
-    }
+/// An object of which only the name is read.
+#[derive(Debug, Deserialize)]
+struct NamedObject {
+    metadata: ObjectName,
+}
+
+#[derive(Debug, Deserialize)]
+struct ObjectName {
+    name: String,
 }
 
 /// One claim of the new Ingress: rule `rule` claims `path` of its host (`None`: the whole
@@ -305,54 +350,32 @@ impl<'a> Claims<'a> {
         self.keys.push(key);
     }
 
-    /// Scans the Ingresses of one list answer; a malformed item is a failed lookup.
-    fn scan(
-        &mut self,
-        items: &[Value],
-        request: &ListRequest,
-        me: Me<'_>,
-    ) -> Result<(), PolicyError> {
-        for (i, item) in items.iter().enumerate() {
-            self.scan_item(item, me).map_err(|(below, problem)| {
-                unexpected(request, format!("items[{i}]{below}: {problem}"))
-            })?;
+    /// Scans the Ingresses of one list answer.
+    fn scan(&mut self, items: &[Listed], me: Me<'_>) {
+        for item in items {
+            self.scan_item(item, me);
         }
-        Ok(())
     }
 
     /// README rules 4 and 5 for one candidate: each of its rules is looked up by host, and
-    /// only a rule whose host the new Ingress claims has its paths read.
-    fn scan_item(&mut self, item: &Value, me: Me<'_>) -> Result<(), Malformed> {
-        let metadata = item.get("metadata");
-        let text = |field: &str| {
-            metadata
-                .and_then(|m| m.get(field))
-                .and_then(Value::as_str)
-                .ok_or_else(|| (format!(".metadata.{field}"), "expected a string"))
-        };
+    /// only a rule whose host the new Ingress claims has its claim built.
+    fn scan_item(&mut self, item: &Listed, me: Me<'_>) {
         let mut candidate = Candidate {
-            namespace: text("namespace")?,
-            name: text("name")?,
+            namespace: &item.metadata.namespace,
+            name: &item.metadata.name,
             id: None,
         };
         if (candidate.namespace, candidate.name) == (me.namespace, me.name) {
-            return Ok(());
+            return;
         }
-        let rules = match item.get("spec").and_then(|s| s.get("rules")) {
-            None | Some(Value::Null) => return Ok(()),
-            Some(Value::Array(rules)) => rules,
-            Some(_) => return Err((".spec.rules".to_owned(), "expected a list")),
-        };
-        for (r, rule) in rules.iter().enumerate() {
-            let at = |(below, problem): Malformed| (format!(".spec.rules[{r}]{below}"), problem);
-            let host = rule_host(rule).map_err(at)?;
-            let Some(entry) = self.hosts.get_mut(normalize(host).as_ref()) else {
+        let rules = item.spec.iter().flat_map(|s| s.rules.iter().flatten());
+        for rule in rules {
+            let host = normalize(rule.host.as_deref().unwrap_or(""));
+            let Some(entry) = self.hosts.get_mut(host.as_ref()) else {
                 continue;
             };
-            let claim = rule_claim(rule).map_err(at)?;
-            hit(entry, &claim, &mut self.found, &mut candidate);
+            hit(entry, &rule.claim(), &mut self.found, &mut candidate);
         }
-        Ok(())
     }
 
     /// The claims with a collider, in document order.
@@ -466,7 +489,11 @@ mod tests {
             namespace: "solar-prod",
             name: "web",
         };
-        claims.scan(candidates, &ingresses(None), me).unwrap();
+        let candidates: Vec<Listed> = candidates
+            .iter()
+            .map(|c| serde_json::from_value(c.clone()).unwrap())
+            .collect();
+        claims.scan(&candidates, me);
         claims
             .collisions()
             .map(|(k, c)| (k.rule, k.path.map(str::to_owned), c.name.clone()))
@@ -553,29 +580,23 @@ mod tests {
 
     #[test]
     fn malformed_candidates_are_failed_lookups() {
-        let new = ingress("solar-prod", "web", json!([rule("a.com", &["/"])]));
-        let spec = At::new(&new["spec"], FieldPath::root("spec"));
-        let rules = rules(&spec).unwrap();
-        let me = Me {
-            namespace: "solar-prod",
-            name: "web",
-        };
+        use policy_core::cluster::Objects;
         for (bad, reason) in [
             (
-                json!({"metadata": {"name": "x"}}),
-                "items[0].metadata.namespace: expected a string",
+                json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "x"}}),
+                "items[0].metadata: missing field `namespace`",
             ),
             (
                 ingress("a", "b", json!({})),
-                "items[0].spec.rules: expected a list",
+                "items[0].spec.rules: invalid type: map, expected a sequence",
             ),
             (
                 ingress("a", "b", json!([1])),
-                "items[0].spec.rules[0]: expected an object",
+                "items[0].spec.rules[0]: invalid type: integer `1`, expected struct ListedRule",
             ),
             (
                 ingress("a", "b", json!([{"host": 1}])),
-                "items[0].spec.rules[0].host: expected a string",
+                "items[0].spec.rules[0].host: invalid type: integer `1`, expected a string",
             ),
             (
                 ingress(
@@ -583,11 +604,12 @@ mod tests {
                     "b",
                     json!([{"host": "a.com", "http": {"paths": [{"path": 1}]}}]),
                 ),
-                "items[0].spec.rules[0].http.paths[0].path: expected a string",
+                "items[0].spec.rules[0].http.paths[0].path: invalid type: integer `1`, expected a string",
             ),
         ] {
-            let err = Claims::new(&rules)
-                .scan(&[bad], &ingresses(None), me)
+            let mut cluster = Objects::new(vec![bad]);
+            let err = Lookups::new(&mut cluster)
+                .list_of::<Listed>(&ingresses(None))
                 .unwrap_err();
             assert_eq!(err.code(), 500);
             assert!(

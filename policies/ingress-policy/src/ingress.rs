@@ -54,16 +54,34 @@ pub fn rule_claim(rule: &Value) -> Result<Claim<'_>, Malformed> {
             return Err((at(), "expected an object"));
         }
         match entry.get("path") {
-            None | Some(Value::Null) => return Ok(Claim::WholeHost),
-            Some(Value::String(path)) if path.is_empty() => return Ok(Claim::WholeHost),
-            Some(Value::String(path)) => out.push(path.as_str()),
+            None | Some(Value::Null) => out.push(None),
+            Some(Value::String(path)) => out.push(Some(path.as_str())),
             Some(_) => return Err((format!("{}.path", at()), "expected a string")),
         }
     }
-    if out.is_empty() {
-        return Ok(Claim::WholeHost);
+    Ok(Claim::of_paths(Some(out)))
+}
+
+impl<'a> Claim<'a> {
+    /// The claim of a rule's `http.paths` entries, each entry's `path` (`None`: the rule
+    /// has no `http.paths`): the whole host when there are none, or when one entry has no
+    /// path or an empty one (it matches every path of the host); else those paths.
+    pub fn of_paths(paths: Option<impl IntoIterator<Item = Option<&'a str>>>) -> Self {
+        let Some(paths) = paths else {
+            return Claim::WholeHost;
+        };
+        let mut out = Vec::new();
+        for path in paths {
+            match path {
+                None | Some("") => return Claim::WholeHost,
+                Some(path) => out.push(path),
+            }
+        }
+        if out.is_empty() {
+            return Claim::WholeHost;
+        }
+        Claim::Paths(out)
     }
-    Ok(Claim::Paths(out))
 }
 
 /// The path of `spec.rules[i]`.
@@ -144,12 +162,36 @@ impl TlsHost<'_> {
     }
 }
 
-/// The TLS hosts of an Ingress spec, in document order.
+/// The TLS hosts of an Ingress spec, in document order; a malformed entry is a 400 naming
+/// its field (paths are built only then: an Ingress may carry thousands of entries).
 pub fn tls_hosts<'a>(spec: &At<'a>) -> Result<Vec<TlsHost<'a>>, PolicyError> {
+    let Some(list) = spec.get("tls")? else {
+        return Ok(Vec::new());
+    };
+    let entries = list
+        .value
+        .as_array()
+        .ok_or_else(|| PolicyError::malformed(&list.path, "expected a list"))?;
     let mut out = Vec::new();
-    for (entry, tls) in spec.get_list("tls")?.into_iter().enumerate() {
-        tls.object()?;
-        for (index, host) in tls.get_str_list("hosts")?.into_iter().enumerate() {
+    for (entry, tls) in entries.iter().enumerate() {
+        let at = || list.path.index(entry);
+        let tls = tls
+            .as_object()
+            .ok_or_else(|| PolicyError::malformed(&at(), "expected an object"))?;
+        let hosts = match tls.get("hosts") {
+            None | Some(Value::Null) => continue,
+            Some(Value::Array(hosts)) => hosts,
+            Some(_) => {
+                return Err(PolicyError::malformed(
+                    &at().field("hosts"),
+                    "expected a list",
+                ));
+            }
+        };
+        for (index, host) in hosts.iter().enumerate() {
+            let host = host.as_str().ok_or_else(|| {
+                PolicyError::malformed(&at().field("hosts").index(index), "expected a string")
+            })?;
             out.push(TlsHost { entry, index, host });
         }
     }

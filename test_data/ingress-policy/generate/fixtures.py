@@ -3,7 +3,9 @@
 
 * sessions/cluster-1000-ingresses.yml: a kwctl replay session answering the Cluster-scope
   list of Ingresses with 1,000 Ingresses in 100 namespaces (one rule each; every tenth on
-  app.acme.com with its own path, the others on their own host with / and /api);
+  app.acme.com with its own path, the others on their own host with / and /api), each with
+  a cluster's bookkeeping metadata and reduced to the policy's field masks, as the host
+  answers;
 * requests/ingress-20-hosts.json: a CREATE of an Ingress with 20 rules (h-0.acme.com ...
   h-19.acme.com, paths / and /api) and 20 TLS hosts (the same names).
 
@@ -26,14 +28,23 @@ def path(p, name):
 
 
 def existing(i):
+    """An Ingress as a cluster stores it (bookkeeping metadata, backends, status), as the host
+    hands it over: managed fields and the last-applied annotation dropped, and only the fields
+    the policy's masks name (`spec.rules.host`, `spec.rules.http.paths.path`) kept outside
+    metadata."""
     ns = f"team-{i % 100:02d}"
     name = f"ing-{i:04d}"
     if i % 10 == 0:
-        rule = {"host": "app.acme.com", "http": {"paths": [path(f"/p-{i}", name)]}}
+        rule = {"host": "app.acme.com", "http": {"paths": [{"path": f"/p-{i}"}]}}
     else:
-        rule = {"host": f"svc-{i}.acme.com", "http": {"paths": [path("/", name), path("/api", name)]}}
+        rule = {"host": f"svc-{i}.acme.com", "http": {"paths": [{"path": "/"}, {"path": "/api"}]}}
+    metadata = {"name": name, "namespace": ns, "uid": f"6c1f4a2e-0000-4000-8000-{i:012d}",
+                "resourceVersion": str(100000 + i), "generation": 1,
+                "creationTimestamp": "2026-11-01T10:00:00Z",
+                "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": ns},
+                "annotations": {"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}}
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-            "metadata": {"name": name, "namespace": ns}, "spec": {"rules": [rule]}}
+            "metadata": metadata, "spec": {"rules": [rule]}}
 
 
 def session():
@@ -49,6 +60,9 @@ def session():
             "    kind: Ingress\n"
             "    label_selector: null\n"
             "    field_selector: null\n"
+            "    field_masks:\n"
+            "    - spec.rules.host\n"
+            "    - spec.rules.http.paths.path\n"
             "  response:\n"
             "    type: Success\n"
             f"    payload: '{payload}'\n")
