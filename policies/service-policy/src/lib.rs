@@ -136,7 +136,12 @@ impl Policy for ServicePolicy {
             port_node_ports(&spec, &mut verdict)?;
         }
         if judged {
-            allowed_type(&spec, service_type, &settings.allowed_services, &mut verdict);
+            allowed_type(
+                &spec,
+                service_type,
+                &settings.allowed_services,
+                &mut verdict,
+            );
         }
         if let Some(allowed) = &settings.external_ips {
             let old_spec = match &old {
@@ -243,7 +248,10 @@ fn port_node_ports(spec: &At<'_>, verdict: &mut Verdict) -> Result<(), PolicyErr
 /// README rule 2, health checks: `spec.healthCheckNodePort` absent or 0.
 fn health_check_node_port(spec: &At<'_>, verdict: &mut Verdict) -> Result<(), PolicyError> {
     if let Some(n) = spec.get_i64("healthCheckNodePort")?.filter(|n| *n != 0) {
-        verdict.violation(&spec.path.field("healthCheckNodePort"), node_port_problem(n));
+        verdict.violation(
+            &spec.path.field("healthCheckNodePort"),
+            node_port_problem(n),
+        );
     }
     Ok(())
 }
@@ -315,7 +323,10 @@ impl<'a> OldAddresses<'a> {
     /// `externalIPs` of the old object's spec (a list of strings, 400 otherwise).
     fn read(old_spec: &At<'a>) -> Result<Self, PolicyError> {
         let texts: HashSet<&str> = old_spec.get_str_list("externalIPs")?.into_iter().collect();
-        let addresses = texts.iter().filter_map(|t| IpAddress::parse(t).ok()).collect();
+        let addresses = texts
+            .iter()
+            .filter_map(|t| IpAddress::parse(t).ok())
+            .collect();
         Ok(OldAddresses { texts, addresses })
     }
 
@@ -430,7 +441,12 @@ mod tests {
                 "spec.type: \"nodeport\" is not a Service type (ClusterIP, NodePort, LoadBalancer, ExternalName)"
             )
         );
-        let r = run("CREATE", service(json!({"type": ""})), Value::Null, json!({}));
+        let r = run(
+            "CREATE",
+            service(json!({"type": ""})),
+            Value::Null,
+            json!({}),
+        );
         assert!(r.accepted);
     }
 

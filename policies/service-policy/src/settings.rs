@@ -143,27 +143,6 @@ fn check_keys(path: &str, denied: &NameList, noun: &str) -> Result<(), SettingsE
     Ok(())
 }
 
-/// Refuses an entry that repeats an earlier range (`10.0.0.5` and `::ffff:10.0.0.5/128`
-/// are the same); skipped when settings are re-read.
-fn check_ranges(allowed: CidrList) -> Result<CidrList, SettingsError> {
-    if is_reread() {
-        return Ok(allowed);
-    }
-    match allowed.first_duplicate() {
-        None => Ok(allowed),
-        Some(i) => {
-            let entry = allowed.entries().get(i).map(ToString::to_string);
-            Err(SettingsError::new(
-                format!("externalIPs.allowed[{i}]"),
-                format!(
-                    "duplicate entry: the range {} is listed before",
-                    entry.unwrap_or_default()
-                ),
-            ))
-        }
-    }
-}
-
 /// Validated settings.
 #[derive(Debug, PartialEq)]
 pub struct Settings {
@@ -192,7 +171,7 @@ impl TryFrom<RawSettings> for Settings {
             None => None,
             Some(RawExternalIps {
                 allowed: Some(allowed),
-            }) => Some(check_ranges(allowed)?),
+            }) => Some(allowed),
             Some(RawExternalIps { allowed: None }) => {
                 return Err(SettingsError::new(
                     "externalIPs.allowed",
@@ -230,7 +209,7 @@ mod tests {
     #[case(json!({"externalIPs": {"allowed": ["10.0.0.0/24", "10.0.1.5/24"]}}),
         r#"externalIPs.allowed[1]: "10.0.1.5/24" has host bits set; write the network address "10.0.1.0/24""#)]
     #[case(json!({"externalIPs": {"allowed": ["10.0.0.5", "10.1.0.0/16", "::ffff:10.0.0.5/128"]}}),
-        "externalIPs.allowed[2]: duplicate entry: the range 10.0.0.5 is listed before")]
+        r#"externalIPs.allowed[2]: duplicate entry "::ffff:10.0.0.5/128": the range 10.0.0.5 is listed before"#)]
     #[case(json!({"externalIPs": {"allowed": ["10.0.0.0/33"]}}), "externalIPs.allowed[0]: \"10.0.0.0/33\" has an invalid prefix length")]
     #[case(json!({"externalIPs": {"allowed": [""]}}), "externalIPs.allowed[0]: \"\" is not an IP address or CIDR: it is empty")]
     #[case(json!({"externalIPs": {"allowed": "10.0.0.0/24"}}), "externalIPs.allowed: invalid type: string")]
@@ -263,8 +242,8 @@ mod tests {
     #[test]
     fn annotation_keys_are_checked_lower_cased() {
         // the API server accepts upper-case prefixes in annotation keys, not in label keys
-        let s = Settings::parse(&json!({"forbiddenAnnotations": {"denied": ["Acme.net/x"]}}))
-            .unwrap();
+        let s =
+            Settings::parse(&json!({"forbiddenAnnotations": {"denied": ["Acme.net/x"]}})).unwrap();
         assert!(s.forbidden_annotations.forbids("Acme.net/x"));
         assert!(!s.forbidden_annotations.forbids("acme.net/x"));
     }
@@ -289,9 +268,13 @@ mod tests {
             "externalIPs": {"allowed": ["10.0.0.0/8", "10.0.0.0/8"]}});
         assert!(Settings::parse(&raw).is_err());
         assert!(policy_core::settings::reread(|| Settings::parse(&raw)).is_ok());
-        // an entry that does not parse is refused either way: the verdict depends on it
-        let raw = json!({"externalIPs": {"allowed": ["bad"]}});
-        assert!(policy_core::settings::reread(|| Settings::parse(&raw)).is_err());
+        // an entry that does not parse allows nothing when re-read
+        let raw = json!({"externalIPs": {"allowed": ["bad", "10.0.0.0/8"]}});
+        assert!(Settings::parse(&raw).is_err());
+        let s = policy_core::settings::reread(|| Settings::parse(&raw)).unwrap();
+        let allowed = s.external_ips.unwrap();
+        assert!(allowed.contains("10.1.2.3".parse().unwrap()));
+        assert_eq!(allowed.to_string(), "[bad, 10.0.0.0/8]");
         let raw = json!({"externalIPs": {}});
         assert!(policy_core::settings::reread(|| Settings::parse(&raw)).is_err());
     }
