@@ -21,6 +21,7 @@ pub mod matcher;
 pub mod message;
 pub mod mutation;
 pub mod names;
+pub mod net;
 pub mod path;
 pub mod pod;
 pub mod policy;

@@ -1,0 +1,483 @@
+//! service-policy: tenants may use only the Service types, node ports and external IPs the
+//! settings allow, and may not set forbidden label or annotation keys (README rules 1–5).
+//!
+//! Violations are listed in the order the API server writes a Service's fields: labels,
+//! annotations, `spec.ports[].nodePort`, `spec.type`, `spec.externalIPs`,
+//! `spec.healthCheckNodePort`, `spec.allocateLoadBalancerNodePorts`
+//! (`docs/semantics.md#messages`).
+
+pub mod settings;
+
+use std::collections::HashSet;
+use std::fmt;
+
+use policy_core::cluster::Lookups;
+use policy_core::gate::{Admitted, Gate, HandledKind};
+use policy_core::json::At;
+use policy_core::net::{CidrList, IpAddress};
+use policy_core::policy::Policy;
+use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::{FieldPath, PolicyError, Verdict};
+use serde_json::Value;
+
+pub use settings::{AllowedServices, ForbiddenKeys, Settings};
+
+/// The policy.
+pub struct ServicePolicy;
+
+/// The kind handled (`v1` Services) and the operations judged.
+fn gate() -> Gate {
+    const SERVICE: [HandledKind; 1] = [HandledKind {
+        group: "",
+        versions: &["v1"],
+        kind: "Service",
+    }];
+    Gate {
+        kinds: &SERVICE,
+        operations: ServicePolicy::OPERATIONS,
+    }
+}
+
+/// A Service type (`spec.type`; absent or `""` is `ClusterIP`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServiceType {
+    /// `ClusterIP`.
+    ClusterIp,
+    /// `NodePort`.
+    NodePort,
+    /// `LoadBalancer`.
+    LoadBalancer,
+    /// `ExternalName`.
+    ExternalName,
+}
+
+impl ServiceType {
+    /// The types by their exact API names.
+    const NAMES: [(&'static str, ServiceType); 4] = [
+        ("ClusterIP", ServiceType::ClusterIp),
+        ("NodePort", ServiceType::NodePort),
+        ("LoadBalancer", ServiceType::LoadBalancer),
+        ("ExternalName", ServiceType::ExternalName),
+    ];
+
+    /// `spec.type` of `spec`; another value than the four API names (compared exactly, as
+    /// the API server does) is malformed (400).
+    fn read(spec: &At<'_>) -> Result<ServiceType, PolicyError> {
+        let Some(name) = spec.get_str("type")?.filter(|t| !t.is_empty()) else {
+            return Ok(ServiceType::ClusterIp);
+        };
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| {
+                PolicyError::malformed(
+                    &spec.path.field("type"),
+                    format!(
+                        "{name:?} is not a Service type (ClusterIP, NodePort, LoadBalancer, ExternalName)"
+                    ),
+                )
+            })
+    }
+
+    /// Whether the settings allow this type (README rule 1).
+    fn allowed(self, allowed: &AllowedServices) -> bool {
+        match self {
+            ServiceType::ClusterIp => true,
+            ServiceType::NodePort => allowed.node_port,
+            ServiceType::LoadBalancer => allowed.load_balancer,
+            ServiceType::ExternalName => allowed.external_name,
+        }
+    }
+}
+
+impl fmt::Display for ServiceType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = Self::NAMES
+            .iter()
+            .find(|(_, t)| t == self)
+            .map_or("", |(n, _)| *n);
+        f.write_str(name)
+    }
+}
+
+impl Policy for ServicePolicy {
+    const NAME: &'static str = "service-policy";
+    type RawSettings = settings::RawSettings;
+    type Settings = Settings;
+
+    fn validate(
+        request: &AdmissionRequest,
+        settings: &Settings,
+        _lookups: &mut Lookups<'_>,
+    ) -> Result<Verdict, PolicyError> {
+        let Some(service) = gate().admit(Self::NAME, request)? else {
+            return Ok(Verdict::accept());
+        };
+        let spec = service.spec()?;
+        let service_type = ServiceType::read(&spec)?;
+        let old = match request.operation {
+            Operation::Update => Some(At::new(
+                request.old_object()?.value,
+                FieldPath::root("oldObject"),
+            )),
+            _ => None,
+        };
+        let mut verdict = Verdict::accept();
+        let labels = (&settings.forbidden_labels, "labels", "label");
+        let annotations = (&settings.forbidden_annotations, "annotations", "annotation");
+        for (keys, map, noun) in [labels, annotations] {
+            forbidden_keys(&service, old.as_ref(), keys, map, noun, &mut verdict)?;
+        }
+        // README rule 5: rules 1 and 2 only when the type or a node-port field changed.
+        let judged = service.changed(node_port_fields)?;
+        let no_node_ports = judged && !settings.allowed_services.node_port;
+        if no_node_ports {
+            port_node_ports(&spec, &mut verdict)?;
+        }
+        if judged {
+            allowed_type(
+                &spec,
+                service_type,
+                &settings.allowed_services,
+                &mut verdict,
+            );
+        }
+        if let Some(allowed) = &settings.external_ips {
+            let old_spec = match &old {
+                Some(old) => old.get_object("spec")?,
+                None => None,
+            };
+            external_ips(&spec, old_spec.as_ref(), allowed, &mut verdict)?;
+        }
+        if no_node_ports {
+            health_check_node_port(&spec, &mut verdict)?;
+            allocated_load_balancer_node_ports(&spec, service_type, &mut verdict)?;
+        }
+        Ok(verdict)
+    }
+}
+
+/// README rule 4: a key of `metadata.<map>` that `keys` forbids, present on CREATE, added
+/// or given a new value on UPDATE (removing one, or leaving it unchanged, is allowed; values
+/// are never judged).
+fn forbidden_keys(
+    service: &Admitted<'_>,
+    old: Option<&At<'_>>,
+    keys: &ForbiddenKeys,
+    map: &str,
+    noun: &str,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let Some(meta) = service.object.get_object("metadata")? else {
+        return Ok(());
+    };
+    let pairs = meta.get_string_map(map)?;
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let old_pairs = match old.map(|o| o.get_object("metadata")).transpose()?.flatten() {
+        Some(old_meta) => old_meta.get_object(map)?.and_then(|m| m.value.as_object()),
+        None => None,
+    };
+    let path = meta.path.field(map);
+    for (key, value) in pairs {
+        if !keys.forbids(key) {
+            continue;
+        }
+        let unchanged = old_pairs.and_then(|m| m.get(key)).and_then(Value::as_str) == Some(value);
+        if !unchanged {
+            verdict.violation(
+                &path.key(key),
+                format!(
+                    "{noun} key {key:?} is not allowed (forbidden: {})",
+                    keys.describe()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What README rules 1 and 2 read: the type and every node-port field (README rule 5).
+fn node_port_fields(object: &Value) -> [Option<&Value>; 4] {
+    let spec = object.get("spec");
+    let field = |name: &str| spec.and_then(|s| s.get(name));
+    [
+        field("type"),
+        field("ports"),
+        field("healthCheckNodePort"),
+        field("allocateLoadBalancerNodePorts"),
+    ]
+}
+
+/// README rule 1: a type whose flag is false.
+fn allowed_type(
+    spec: &At<'_>,
+    service_type: ServiceType,
+    allowed: &AllowedServices,
+    verdict: &mut Verdict,
+) {
+    if !service_type.allowed(allowed) {
+        verdict.violation(
+            &spec.path.field("type"),
+            format!("Services of type {service_type} are not allowed"),
+        );
+    }
+}
+
+/// The problem of a node-port field set to `port` while node ports are not allowed.
+fn node_port_problem(port: i64) -> String {
+    format!("must be absent or 0 because node ports are not allowed (found {port})")
+}
+
+/// README rule 2, ports: every `spec.ports[i].nodePort` absent or 0.
+fn port_node_ports(spec: &At<'_>, verdict: &mut Verdict) -> Result<(), PolicyError> {
+    for port in spec.get_list("ports")? {
+        port.object()?;
+        if let Some(n) = port.get_i64("nodePort")?.filter(|n| *n != 0) {
+            verdict.violation(&port.path.field("nodePort"), node_port_problem(n));
+        }
+    }
+    Ok(())
+}
+
+/// README rule 2, health checks: `spec.healthCheckNodePort` absent or 0.
+fn health_check_node_port(spec: &At<'_>, verdict: &mut Verdict) -> Result<(), PolicyError> {
+    if let Some(n) = spec.get_i64("healthCheckNodePort")?.filter(|n| *n != 0) {
+        verdict.violation(
+            &spec.path.field("healthCheckNodePort"),
+            node_port_problem(n),
+        );
+    }
+    Ok(())
+}
+
+/// README rule 2, load balancers: `spec.allocateLoadBalancerNodePorts` must be false
+/// (absent is true, the API server's default).
+fn allocated_load_balancer_node_ports(
+    spec: &At<'_>,
+    service_type: ServiceType,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    if service_type == ServiceType::LoadBalancer
+        && spec.get_bool("allocateLoadBalancerNodePorts")? != Some(false)
+    {
+        verdict.violation(
+            &spec.path.field("allocateLoadBalancerNodePorts"),
+            "must be false because node ports are not allowed",
+        );
+    }
+    Ok(())
+}
+
+/// README rule 3: every `spec.externalIPs[i]` must be an address in an allowed range; on
+/// UPDATE only the addresses the old list lacks (by text or by address) are judged.
+fn external_ips(
+    spec: &At<'_>,
+    old_spec: Option<&At<'_>>,
+    allowed: &CidrList,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let values = spec.get_str_list("externalIPs")?;
+    if values.is_empty() {
+        return Ok(());
+    }
+    let old = match old_spec {
+        Some(old) => OldAddresses::read(old)?,
+        None => OldAddresses::default(),
+    };
+    let path = spec.path.field("externalIPs");
+    for (i, text) in values.into_iter().enumerate() {
+        let parsed = IpAddress::parse(text);
+        if old.has(text, parsed.as_ref().ok()) {
+            continue;
+        }
+        let problem = match parsed {
+            Ok(address) if allowed.contains(address) => continue,
+            Ok(_) if allowed.is_empty() => {
+                format!("{text:?} is not allowed: no external IP is allowed")
+            }
+            Ok(_) => format!("{text:?} is not in the allowed ranges {allowed}"),
+            Err(problem) if allowed.is_empty() => {
+                format!("{problem} (no external IP is allowed)")
+            }
+            Err(problem) => format!("{problem} (allowed ranges {allowed})"),
+        };
+        verdict.violation(&path.index(i), problem);
+    }
+    Ok(())
+}
+
+/// The external IPs of the old object, by text and by address.
+#[derive(Debug, Default)]
+struct OldAddresses<'a> {
+    texts: HashSet<&'a str>,
+    addresses: HashSet<IpAddress>,
+}
+
+impl<'a> OldAddresses<'a> {
+    /// `externalIPs` of the old object's spec (a list of strings, 400 otherwise).
+    fn read(old_spec: &At<'a>) -> Result<Self, PolicyError> {
+        let texts: HashSet<&str> = old_spec.get_str_list("externalIPs")?.into_iter().collect();
+        let addresses = texts
+            .iter()
+            .filter_map(|t| IpAddress::parse(t).ok())
+            .collect();
+        Ok(OldAddresses { texts, addresses })
+    }
+
+    /// Whether the old list holds `text`, or the same address.
+    fn has(&self, text: &str, address: Option<&IpAddress>) -> bool {
+        self.texts.contains(text) || address.is_some_and(|a| self.addresses.contains(a))
+    }
+}
+
+policy_core::export_policy!(ServicePolicy);
+
+policy_core::robustness_tests!(
+    ServicePolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({
+            "allowedServices": {"nodePort": false, "externalName": false},
+            "externalIPs": {"allowed": ["10.20.0.0/16", "192.168.1.2", "2001:db8:1::/64"]},
+            "forbiddenLabels": {"denied": ["team"]},
+            "forbiddenAnnotations": {"denied": ["loadbalancer.class.acme.net"], "deniedRegex": [".*\\.acme\\.net"]}
+        }),
+        kinds: &[("", "v1", "Service")],
+        strings: &[
+            "type",
+            "NodePort",
+            "LoadBalancer",
+            "ExternalName",
+            "ClusterIP",
+            "ports",
+            "nodePort",
+            "healthCheckNodePort",
+            "allocateLoadBalancerNodePorts",
+            "externalIPs",
+            "10.20.0.5",
+            "::ffff:10.20.0.5",
+            "2001:db8:1::10",
+            "10.0.1.5",
+            "labels",
+            "annotations",
+            "team",
+            "x.acme.net"
+        ],
+        objects: vec![serde_json::json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "solar-dev", "labels": {"app": "web"},
+                "annotations": {"x.acme.net": "1"}},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80, "nodePort": 30080}],
+                "externalIPs": ["10.20.0.5", "10.0.1.5"], "healthCheckNodePort": 31000,
+                "allocateLoadBalancerNodePorts": true}})],
+        ..Default::default()
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy_core::cluster::Objects;
+    use policy_core::policy::{ValidationResponse, evaluate};
+    use serde_json::json;
+
+    fn run(operation: &str, object: Value, old: Value, settings: Value) -> ValidationResponse {
+        let payload = json!({
+            "request": {"kind": {"group": "", "version": "v1", "kind": "Service"}, "operation": operation,
+                "namespace": "solar-dev", "object": object, "oldObject": old},
+            "settings": settings
+        });
+        evaluate::<ServicePolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::default(),
+        )
+    }
+
+    fn service(spec: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": spec})
+    }
+
+    #[test]
+    fn every_violation_in_document_order() {
+        let object = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "labels": {"team": "a"}, "annotations": {"x.acme.net": "1"}},
+            "spec": {"ports": [{"port": 80, "nodePort": 30080}], "type": "LoadBalancer",
+                "externalIPs": ["10.0.1.5"], "healthCheckNodePort": 31000}});
+        let settings = json!({"allowedServices": {"nodePort": false, "loadBalancer": false},
+            "externalIPs": {"allowed": ["10.0.0.0/24"]},
+            "forbiddenLabels": {"denied": ["team"]}, "forbiddenAnnotations": {"deniedRegex": ".*\\.acme\\.net"}});
+        let r = run("CREATE", object, Value::Null, settings);
+        assert_eq!(r.code, Some(403));
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "metadata.labels[\"team\"]: label key \"team\" is not allowed (forbidden: names [team]); \
+                 metadata.annotations[\"x.acme.net\"]: annotation key \"x.acme.net\" is not allowed (forbidden: regexes [\".*\\\\.acme\\\\.net\"]); \
+                 spec.ports[0].nodePort: must be absent or 0 because node ports are not allowed (found 30080); \
+                 spec.type: Services of type LoadBalancer are not allowed; \
+                 spec.externalIPs[0]: \"10.0.1.5\" is not in the allowed ranges [10.0.0.0/24]; \
+                 spec.healthCheckNodePort: must be absent or 0 because node ports are not allowed (found 31000); \
+                 spec.allocateLoadBalancerNodePorts: must be false because node ports are not allowed"
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_types_are_malformed() {
+        let r = run(
+            "CREATE",
+            service(json!({"type": "nodeport"})),
+            Value::Null,
+            json!({}),
+        );
+        assert_eq!(r.code, Some(400));
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "spec.type: \"nodeport\" is not a Service type (ClusterIP, NodePort, LoadBalancer, ExternalName)"
+            )
+        );
+        let r = run(
+            "CREATE",
+            service(json!({"type": ""})),
+            Value::Null,
+            json!({}),
+        );
+        assert!(r.accepted);
+    }
+
+    #[test]
+    fn update_judges_only_new_addresses() {
+        let settings = json!({"externalIPs": {"allowed": ["10.0.0.0/24"]}});
+        let old = service(json!({"externalIPs": ["10.0.1.5", "bad"]}));
+        let r = run(
+            "UPDATE",
+            service(json!({"externalIPs": ["::ffff:10.0.1.5", "bad", "10.0.0.9", "10.0.2.1"]})),
+            old,
+            settings,
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some("spec.externalIPs[3]: \"10.0.2.1\" is not in the allowed ranges [10.0.0.0/24]")
+        );
+    }
+
+    #[test]
+    fn malformed_old_object_is_named() {
+        let settings = json!({"externalIPs": {"allowed": ["10.0.0.0/24"]}});
+        let r = run(
+            "UPDATE",
+            service(json!({"externalIPs": ["10.0.0.1"]})),
+            service(json!({"externalIPs": "10.0.0.1"})),
+            settings,
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some("oldObject.spec.externalIPs: expected a list")
+        );
+    }
+}

@@ -1,0 +1,281 @@
+//! Settings of service-policy (README "Settings").
+
+use policy_core::SettingsError;
+use policy_core::matcher::{OneOrMany, StringMatcher, regexes};
+use policy_core::names::NameList;
+use policy_core::net::CidrList;
+use policy_core::settings::{Raw, is_reread, no_duplicate_names};
+use serde::{Deserialize, Deserializer};
+
+/// The settings as written (decoded strictly; validated by `Settings::try_from`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSettings {
+    #[serde(default)]
+    allowed_services: AllowedServices,
+    #[serde(default, rename = "externalIPs", deserialize_with = "present")]
+    external_ips: Option<RawExternalIps>,
+    #[serde(default, deserialize_with = "present")]
+    forbidden_labels: Option<RawForbiddenKeys>,
+    #[serde(default, deserialize_with = "present")]
+    forbidden_annotations: Option<RawForbiddenKeys>,
+}
+
+/// A block that, when written, must be a block: `null` is refused like any other wrong
+/// type instead of being read as "not configured".
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Which Service types (and node ports) tenants may use (README rules 1 and 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AllowedServices {
+    /// `NodePort` Services, and node ports of any Service (README rule 2).
+    #[serde(default = "yes")]
+    pub node_port: bool,
+    /// `LoadBalancer` Services.
+    #[serde(default = "yes")]
+    pub load_balancer: bool,
+    /// `ExternalName` Services.
+    #[serde(default = "yes")]
+    pub external_name: bool,
+}
+
+impl Default for AllowedServices {
+    fn default() -> Self {
+        AllowedServices {
+            node_port: true,
+            load_balancer: true,
+            external_name: true,
+        }
+    }
+}
+
+/// `externalIPs` as written: `allowed` is required.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExternalIps {
+    #[serde(default)]
+    allowed: Option<CidrList>,
+}
+
+/// `forbiddenLabels` / `forbiddenAnnotations` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawForbiddenKeys {
+    #[serde(default)]
+    denied: Option<NameList>,
+    #[serde(default)]
+    denied_regex: Option<OneOrMany>,
+}
+
+/// Keys tenants may not set on a Service (README rule 4): exact keys and full-match regexes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ForbiddenKeys {
+    /// The denied keys and regexes.
+    pub keys: StringMatcher,
+}
+
+impl ForbiddenKeys {
+    /// Whether `key` is forbidden.
+    pub fn forbids(&self, key: &str) -> bool {
+        self.keys.matches(key)
+    }
+
+    /// Whether no key is forbidden.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// What is forbidden, for messages: `names [a], regexes ["x.*"]`.
+    pub fn describe(&self) -> String {
+        self.keys.describe()
+    }
+
+    /// Validates the block at settings path `path`; `noun` is `label` or `annotation`.
+    fn build(raw: RawForbiddenKeys, path: &str, noun: &str) -> Result<Self, SettingsError> {
+        if raw.denied.is_none() && raw.denied_regex.is_none() {
+            return Err(SettingsError::new(
+                path,
+                format!("give denied or deniedRegex (omit {path} to forbid no {noun} key)"),
+            ));
+        }
+        let denied = raw.denied.unwrap_or_default();
+        check_keys(&format!("{path}.denied"), &denied, noun)?;
+        let regex_path = format!("{path}.deniedRegex");
+        let compiled = match raw.denied_regex {
+            None => Vec::new(),
+            Some(OneOrMany::One(pattern)) => regexes(&regex_path, &[pattern])
+                .map_err(|e| SettingsError::new(&regex_path, e.problem))?,
+            Some(OneOrMany::Many(patterns)) => regexes(&regex_path, &patterns)?,
+        };
+        Ok(ForbiddenKeys {
+            keys: StringMatcher::new(denied, compiled),
+        })
+    }
+}
+
+/// Refuses a denied key that is not a valid `noun` key (no object can carry it, so it is a
+/// mistake) and repeated keys; skipped when settings are re-read (syntax checks cannot
+/// change a verdict). Annotation keys are checked lower-cased, as the API server does.
+fn check_keys(path: &str, denied: &NameList, noun: &str) -> Result<(), SettingsError> {
+    if is_reread() {
+        return Ok(());
+    }
+    no_duplicate_names(path, denied)?;
+    for (i, key) in denied.iter().enumerate() {
+        let checked = match noun {
+            "annotation" => key.to_ascii_lowercase(),
+            _ => key.to_owned(),
+        };
+        if !policy_core::labels::is_label_key(&checked) {
+            return Err(SettingsError::new(
+                format!("{path}[{i}]"),
+                format!("{key:?} is not a valid {noun} key"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Validated settings.
+#[derive(Debug, PartialEq)]
+pub struct Settings {
+    /// The Service types and node ports allowed.
+    pub allowed_services: AllowedServices,
+    /// The external IPs allowed; `None`: unrestricted (README rule 3).
+    pub external_ips: Option<CidrList>,
+    /// Label keys tenants may not set.
+    pub forbidden_labels: ForbiddenKeys,
+    /// Annotation keys tenants may not set.
+    pub forbidden_annotations: ForbiddenKeys,
+}
+
+impl Settings {
+    /// Decodes and validates raw settings.
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
+        policy_core::settings::parse::<RawSettings, Self>(raw)
+    }
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
+        let external_ips = match raw.external_ips {
+            None => None,
+            Some(RawExternalIps {
+                allowed: Some(allowed),
+            }) => Some(allowed),
+            Some(RawExternalIps { allowed: None }) => {
+                return Err(SettingsError::new(
+                    "externalIPs.allowed",
+                    "missing: list the allowed addresses and CIDRs ([] allows none; omit externalIPs to allow every address)",
+                ));
+            }
+        };
+        let forbidden = |raw: Option<RawForbiddenKeys>, path: &str, noun: &str| match raw {
+            Some(raw) => ForbiddenKeys::build(raw, path, noun),
+            None => Ok(ForbiddenKeys::default()),
+        };
+        Ok(Settings {
+            allowed_services: raw.allowed_services,
+            external_ips,
+            forbidden_labels: forbidden(raw.forbidden_labels, "forbiddenLabels", "label")?,
+            forbidden_annotations: forbidden(
+                raw.forbidden_annotations,
+                "forbiddenAnnotations",
+                "annotation",
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    #[rstest]
+    #[case(json!({"externalIPs": {}}), "externalIPs.allowed: missing")]
+    #[case(json!({"externalIPs": {"allowed": null}}), "externalIPs.allowed: missing")]
+    #[case(json!({"externalIPs": null}), "externalIPs: invalid type: null")]
+    #[case(json!({"externalIPs": {"allowed": ["10.0.0.0/24", "10.0.1.5/24"]}}),
+        r#"externalIPs.allowed[1]: "10.0.1.5/24" has host bits set; write the network address "10.0.1.0/24""#)]
+    #[case(json!({"externalIPs": {"allowed": ["10.0.0.5", "10.1.0.0/16", "::ffff:10.0.0.5/128"]}}),
+        r#"externalIPs.allowed[2]: duplicate entry "::ffff:10.0.0.5/128": the range 10.0.0.5 is listed before"#)]
+    #[case(json!({"externalIPs": {"allowed": ["10.0.0.0/33"]}}), "externalIPs.allowed[0]: \"10.0.0.0/33\" has an invalid prefix length")]
+    #[case(json!({"externalIPs": {"allowed": [""]}}), "externalIPs.allowed[0]: \"\" is not an IP address or CIDR: it is empty")]
+    #[case(json!({"externalIPs": {"allowed": "10.0.0.0/24"}}), "externalIPs.allowed: invalid type: string")]
+    #[case(json!({"externalIPs": {"allowed": [], "denied": []}}), "externalIPs.denied: unknown field `denied`")]
+    #[case(json!({"allowedServices": {"nodePort": "false"}}), "allowedServices.nodePort: invalid type: string \"false\", expected a boolean")]
+    #[case(json!({"allowedServices": {"clusterIP": false}}), "allowedServices.clusterIP: unknown field `clusterIP`")]
+    #[case(json!({"forbiddenLabels": {}}), "forbiddenLabels: give denied or deniedRegex (omit forbiddenLabels to forbid no label key)")]
+    #[case(json!({"forbiddenLabels": {"deniedRegex": "("}}), "forbiddenLabels.deniedRegex: invalid regex \"(\"")]
+    #[case(json!({"forbiddenAnnotations": {"deniedRegex": ["ok", "a)|(b"]}}), "forbiddenAnnotations.deniedRegex[1]: invalid regex \"a)|(b\"")]
+    #[case(json!({"forbiddenLabels": {"denied": ["bad key"]}}), "forbiddenLabels.denied[0]: \"bad key\" is not a valid label key")]
+    #[case(json!({"forbiddenLabels": {"denied": ["Acme.net/x"]}}), "forbiddenLabels.denied[0]: \"Acme.net/x\" is not a valid label key")]
+    #[case(json!({"forbiddenLabels": {"denied": ["a", "a"]}}), "forbiddenLabels.denied[1]: duplicate entry \"a\"")]
+    #[case(json!({"forbiddenLabels": {"allowed": ["a"]}}), "forbiddenLabels.allowed: unknown field `allowed`")]
+    #[case(json!({"services": {}}), "services: unknown field `services`")]
+    fn refused(#[case] raw: Value, #[case] message: &str) {
+        let err = Settings::parse(&raw).unwrap_err().to_string();
+        assert!(err.starts_with(message), "{err}");
+    }
+
+    #[test]
+    fn defaults_restrict_nothing() {
+        let s = Settings::parse(&json!({})).unwrap();
+        assert_eq!(s.allowed_services, AllowedServices::default());
+        assert!(s.external_ips.is_none());
+        assert!(!s.forbidden_labels.forbids("anything"));
+        let s = Settings::parse(&Value::Null).unwrap();
+        assert!(s.allowed_services.node_port);
+    }
+
+    #[test]
+    fn annotation_keys_are_checked_lower_cased() {
+        // the API server accepts upper-case prefixes in annotation keys, not in label keys
+        let s =
+            Settings::parse(&json!({"forbiddenAnnotations": {"denied": ["Acme.net/x"]}})).unwrap();
+        assert!(s.forbidden_annotations.forbids("Acme.net/x"));
+        assert!(!s.forbidden_annotations.forbids("acme.net/x"));
+    }
+
+    #[test]
+    fn example_settings() {
+        let s = Settings::parse(&json!({
+            "allowedServices": {"nodePort": false, "externalName": false},
+            "externalIPs": {"allowed": ["10.20.0.0/16", "192.168.1.2", "2001:db8:1::/64"]},
+            "forbiddenAnnotations": {"denied": ["loadbalancer.class.acme.net"], "deniedRegex": [".*\\.acme\\.net"]}
+        }))
+        .unwrap();
+        assert!(!s.allowed_services.node_port && s.allowed_services.load_balancer);
+        assert_eq!(s.external_ips.unwrap().len(), 3);
+        assert!(s.forbidden_annotations.forbids("x.acme.net"));
+        assert!(!s.forbidden_annotations.forbids("team.acme.network"));
+    }
+
+    #[test]
+    fn reread_skips_syntax_checks_only() {
+        let raw = json!({"forbiddenLabels": {"denied": ["bad key", "bad key"]},
+            "externalIPs": {"allowed": ["10.0.0.0/8", "10.0.0.0/8"]}});
+        assert!(Settings::parse(&raw).is_err());
+        assert!(policy_core::settings::reread(|| Settings::parse(&raw)).is_ok());
+        // an entry that does not parse allows nothing when re-read
+        let raw = json!({"externalIPs": {"allowed": ["bad", "10.0.0.0/8"]}});
+        assert!(Settings::parse(&raw).is_err());
+        let s = policy_core::settings::reread(|| Settings::parse(&raw)).unwrap();
+        let allowed = s.external_ips.unwrap();
+        assert!(allowed.contains("10.1.2.3".parse().unwrap()));
+        assert_eq!(allowed.to_string(), "[bad, 10.0.0.0/8]");
+        let raw = json!({"externalIPs": {}});
+        assert!(policy_core::settings::reread(|| Settings::parse(&raw)).is_err());
+    }
+}
