@@ -17,6 +17,7 @@ pub mod hostname;
 pub mod image;
 pub mod json;
 pub mod labels;
+pub mod limit_range;
 pub mod matcher;
 pub mod message;
 pub mod mutation;
@@ -29,8 +30,10 @@ pub mod principal;
 #[cfg(feature = "pss")]
 pub mod pss;
 pub mod pull_policy;
+pub mod pulls;
 pub mod quantity;
 pub mod ranges;
+pub mod registry;
 pub mod request;
 pub mod restriction;
 mod robustness;

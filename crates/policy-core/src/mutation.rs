@@ -67,6 +67,52 @@ pub fn push(root: &mut Value, path: &[&str], key: &str, value: Value) -> Result<
     }
 }
 
+/// One step of a path into the request's object: a map key or a list index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The map entry of that name (created as an empty map when missing).
+    Key(&'static str),
+    /// The list element at that index (which must exist).
+    Index(usize),
+}
+
+/// Sets `key` of the map reached by `steps` to `value`. Missing (or `null`) map entries on
+/// the way are created; a missing list element, or a step into something that is not a map
+/// or list, is a malformed object (400). Used to edit one container (`spec.containers[2]`)
+/// without re-building the object.
+pub fn set_in(root: &mut Value, steps: &[Step], key: &str, value: Value) -> Result<(), PolicyError> {
+    let mut current = root;
+    let mut at = FieldPath::empty();
+    for step in steps {
+        current = match step {
+            Step::Key(name) => {
+                let map = current
+                    .as_object_mut()
+                    .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))?;
+                at = at.field(name);
+                let slot = map.entry((*name).to_owned()).or_insert(Value::Null);
+                if slot.is_null() {
+                    *slot = Value::Object(Map::new());
+                }
+                slot
+            }
+            Step::Index(i) => {
+                let list = current
+                    .as_array_mut()
+                    .ok_or_else(|| PolicyError::malformed(&at, "expected a list"))?;
+                at = at.index(*i);
+                list.get_mut(*i)
+                    .ok_or_else(|| PolicyError::malformed(&at, "missing"))?
+            }
+        };
+    }
+    current
+        .as_object_mut()
+        .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))?
+        .insert(key.to_owned(), value);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +132,26 @@ mod tests {
             v["spec"]["tolerations"],
             json!([{"key": "k"}, {"key": "l"}])
         );
+    }
+
+    #[test]
+    fn set_in_walks_lists_and_creates_maps() {
+        let mut v = json!({"spec": {"containers": [{"name": "a"}, {"name": "b", "resources": null}]}});
+        let steps = [
+            Step::Key("spec"),
+            Step::Key("containers"),
+            Step::Index(1),
+            Step::Key("resources"),
+            Step::Key("limits"),
+        ];
+        set_in(&mut v, &steps, "cpu", json!("200m")).unwrap();
+        assert_eq!(v["spec"]["containers"][1]["resources"], json!({"limits": {"cpu": "200m"}}));
+        assert_eq!(v["spec"]["containers"][0], json!({"name": "a"}));
+        let e = set_in(&mut v, &[Step::Key("spec"), Step::Key("containers"), Step::Index(5)], "x", json!(1))
+            .unwrap_err();
+        assert_eq!(e.to_string(), "spec.containers[5]: missing");
+        let e = set_in(&mut v, &[Step::Key("spec"), Step::Index(0)], "x", json!(1)).unwrap_err();
+        assert_eq!(e.to_string(), "spec: expected a list");
     }
 
     #[test]

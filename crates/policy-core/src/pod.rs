@@ -153,7 +153,7 @@ impl<'a> PodView<'a> {
 }
 
 /// Which list a container belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ContainerList {
     /// `initContainers` (sidecars included).
     Init,

@@ -16,12 +16,125 @@
 //! assert_eq!((e.policy, e.defaulted), ("Never", false));
 //! ```
 
+use std::fmt;
+
+use crate::error::SettingsError;
 use crate::image::ImageRef;
+use crate::message;
 
 /// `Always`: the image is pulled at every container start.
 pub const ALWAYS: &str = "Always";
 /// `IfNotPresent`: the image is pulled only when the node does not have it.
 pub const IF_NOT_PRESENT: &str = "IfNotPresent";
+/// `Never`: the image is never pulled; the node must have it.
+pub const NEVER: &str = "Never";
+
+/// One of the pull policies of the Kubernetes API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PullPolicy {
+    /// `Always`
+    Always,
+    /// `IfNotPresent`
+    IfNotPresent,
+    /// `Never`
+    Never,
+}
+
+impl PullPolicy {
+    /// The API spelling (`IfNotPresent`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PullPolicy::Always => ALWAYS,
+            PullPolicy::IfNotPresent => IF_NOT_PRESENT,
+            PullPolicy::Never => NEVER,
+        }
+    }
+
+    /// The policy spelt `s` in any case (settings are canonicalised once,
+    /// `docs/semantics.md#matchers`).
+    ///
+    /// ```
+    /// use policy_core::pull_policy::PullPolicy;
+    /// assert_eq!(PullPolicy::canonical("ifnotpresent"), Some(PullPolicy::IfNotPresent));
+    /// assert_eq!(PullPolicy::canonical("sometimes"), None);
+    /// ```
+    pub fn canonical(s: &str) -> Option<Self> {
+        [PullPolicy::Always, PullPolicy::IfNotPresent, PullPolicy::Never]
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+    }
+
+    /// The policy spelt exactly `s` (as the API server stores it).
+    pub fn exact(s: &str) -> Option<Self> {
+        Self::canonical(s).filter(|p| p.as_str() == s)
+    }
+}
+
+impl fmt::Display for PullPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A non-empty list of pull policies from the settings, canonicalised, in settings order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PullPolicies(Vec<PullPolicy>);
+
+impl PullPolicies {
+    /// Reads the list at settings path `path`: non-empty, each entry one of `Always`,
+    /// `IfNotPresent`, `Never` in any case, none twice.
+    ///
+    /// ```
+    /// use policy_core::pull_policy::PullPolicies;
+    /// let p = PullPolicies::parse("allowed", &["always".into(), "Never".into()]).unwrap();
+    /// assert_eq!(p.to_string(), "[Always, Never]");
+    /// assert!(p.allows("Always") && !p.allows("always") && !p.allows("IfNotPresent"));
+    /// let e = PullPolicies::parse("allowed", &["Sometimes".into()]).unwrap_err();
+    /// assert_eq!(e.to_string(), "allowed[0]: \"Sometimes\" is not a pull policy; expected one of [Always, IfNotPresent, Never]");
+    /// ```
+    pub fn parse(path: &str, raw: &[String]) -> Result<Self, SettingsError> {
+        if raw.is_empty() {
+            return Err(SettingsError::new(
+                path,
+                "must not be empty (omit the setting to allow every pull policy)",
+            ));
+        }
+        let mut out: Vec<PullPolicy> = Vec::with_capacity(raw.len().min(3));
+        for (i, entry) in raw.iter().enumerate() {
+            let policy = PullPolicy::canonical(entry).ok_or_else(|| {
+                SettingsError::new(
+                    format!("{path}[{i}]"),
+                    format!("{entry:?} is not a pull policy; expected one of [Always, IfNotPresent, Never]"),
+                )
+            })?;
+            if out.contains(&policy) {
+                return Err(SettingsError::new(
+                    format!("{path}[{i}]"),
+                    format!("{policy} is listed twice"),
+                ));
+            }
+            out.push(policy);
+        }
+        Ok(PullPolicies(out))
+    }
+
+    /// Whether the effective policy `policy` (exact API spelling) is in the list.
+    pub fn allows(&self, policy: &str) -> bool {
+        PullPolicy::exact(policy).is_some_and(|p| self.0.contains(&p))
+    }
+
+    /// Whether `policy` is in the list.
+    pub fn contains(&self, policy: PullPolicy) -> bool {
+        self.0.contains(&policy)
+    }
+}
+
+impl fmt::Display for PullPolicies {
+    /// `[Always, IfNotPresent]`, in settings order.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&message::bracketed(self.0.iter()))
+    }
+}
 
 /// The pull policy Kubernetes defaults for `image` when `imagePullPolicy` is unset:
 /// `Always` when the tag is `latest` or there is neither tag nor digest, else

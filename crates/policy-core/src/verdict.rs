@@ -8,6 +8,7 @@ use kubewarden_policy_sdk::response::ValidationResponse;
 use serde_json::Value;
 
 use crate::error::PolicyError;
+use crate::mutation::Step;
 use crate::path::FieldPath;
 
 /// One broken rule: `<path>: <problem>`.
@@ -66,6 +67,8 @@ enum Edit {
     Set(Vec<&'static str>, String, Value),
     /// [`crate::mutation::push`]
     Push(Vec<&'static str>, String, Value),
+    /// [`crate::mutation::set_in`]
+    SetIn(Vec<Step>, String, Value),
 }
 
 /// The outcome of one evaluation, built up while the rules run.
@@ -134,6 +137,13 @@ impl Verdict {
             .push(Edit::Push(path.to_vec(), key.to_owned(), value));
     }
 
+    /// Records that `key` of the map reached by `steps` (list indices included, e.g. one
+    /// container's `resources.limits`) is set to `value` ([`crate::mutation::set_in`]); see
+    /// [`Verdict::edit_set`].
+    pub fn edit_set_in(&mut self, steps: Vec<Step>, key: &str, value: Value) {
+        self.edits.push(Edit::SetIn(steps, key.to_owned(), value));
+    }
+
     /// Whether edits of the request's object were recorded.
     pub fn has_edits(&self) -> bool {
         !self.edits.is_empty()
@@ -194,6 +204,9 @@ impl Verdict {
                     }
                     Edit::Push(path, key, value) => {
                         crate::mutation::push(&mut object, &path, &key, value)?
+                    }
+                    Edit::SetIn(steps, key, value) => {
+                        crate::mutation::set_in(&mut object, &steps, &key, value)?
                     }
                 }
             }
