@@ -80,7 +80,12 @@ pub enum Step {
 /// the way are created; a missing list element, or a step into something that is not a map
 /// or list, is a malformed object (400). Used to edit one container (`spec.containers[2]`)
 /// without re-building the object.
-pub fn set_in(root: &mut Value, steps: &[Step], key: &str, value: Value) -> Result<(), PolicyError> {
+pub fn set_in(
+    root: &mut Value,
+    steps: &[Step],
+    key: &str,
+    value: Value,
+) -> Result<(), PolicyError> {
     let mut current = root;
     let mut at = FieldPath::empty();
     for step in steps {
@@ -136,7 +141,8 @@ mod tests {
 
     #[test]
     fn set_in_walks_lists_and_creates_maps() {
-        let mut v = json!({"spec": {"containers": [{"name": "a"}, {"name": "b", "resources": null}]}});
+        let mut v =
+            json!({"spec": {"containers": [{"name": "a"}, {"name": "b", "resources": null}]}});
         let steps = [
             Step::Key("spec"),
             Step::Key("containers"),
@@ -145,10 +151,18 @@ mod tests {
             Step::Key("limits"),
         ];
         set_in(&mut v, &steps, "cpu", json!("200m")).unwrap();
-        assert_eq!(v["spec"]["containers"][1]["resources"], json!({"limits": {"cpu": "200m"}}));
+        assert_eq!(
+            v["spec"]["containers"][1]["resources"],
+            json!({"limits": {"cpu": "200m"}})
+        );
         assert_eq!(v["spec"]["containers"][0], json!({"name": "a"}));
-        let e = set_in(&mut v, &[Step::Key("spec"), Step::Key("containers"), Step::Index(5)], "x", json!(1))
-            .unwrap_err();
+        let e = set_in(
+            &mut v,
+            &[Step::Key("spec"), Step::Key("containers"), Step::Index(5)],
+            "x",
+            json!(1),
+        )
+        .unwrap_err();
         assert_eq!(e.to_string(), "spec.containers[5]: missing");
         let e = set_in(&mut v, &[Step::Key("spec"), Step::Index(0)], "x", json!(1)).unwrap_err();
         assert_eq!(e.to_string(), "spec: expected a list");

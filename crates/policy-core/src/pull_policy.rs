@@ -59,9 +59,13 @@ impl PullPolicy {
     /// assert_eq!(PullPolicy::canonical("sometimes"), None);
     /// ```
     pub fn canonical(s: &str) -> Option<Self> {
-        [PullPolicy::Always, PullPolicy::IfNotPresent, PullPolicy::Never]
-            .into_iter()
-            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+        [
+            PullPolicy::Always,
+            PullPolicy::IfNotPresent,
+            PullPolicy::Never,
+        ]
+        .into_iter()
+        .find(|p| p.as_str().eq_ignore_ascii_case(s))
     }
 
     /// The policy spelt exactly `s` (as the API server stores it).

@@ -70,7 +70,11 @@ impl<'a> Pull<'a> {
     pub fn policy_steps(&self) -> (Vec<Step>, &'static str) {
         match self.source {
             Puller::Container(list) => (
-                vec![Step::Key("spec"), Step::Key(list.field()), Step::Index(self.index)],
+                vec![
+                    Step::Key("spec"),
+                    Step::Key(list.field()),
+                    Step::Index(self.index),
+                ],
                 "imagePullPolicy",
             ),
             Puller::ImageVolume => (
@@ -241,7 +245,10 @@ mod tests {
     fn wrong_types_are_malformed() {
         for (spec, path) in [
             (json!({"containers": [1]}), "spec.containers[0]"),
-            (json!({"containers": [{"image": 1}]}), "spec.containers[0].image"),
+            (
+                json!({"containers": [{"image": 1}]}),
+                "spec.containers[0].image",
+            ),
             (
                 json!({"volumes": [{"image": {"pullPolicy": []}}]}),
                 "spec.volumes[0].image.pullPolicy",
@@ -262,8 +269,14 @@ mod tests {
             let (steps, key) = p.policy_steps();
             crate::mutation::set_in(&mut object, &steps, key, json!("Always")).unwrap();
         }
-        assert_eq!(object["spec"]["ephemeralContainers"][0]["imagePullPolicy"], "Always");
-        assert_eq!(object["spec"]["volumes"][0]["image"]["pullPolicy"], "Always");
+        assert_eq!(
+            object["spec"]["ephemeralContainers"][0]["imagePullPolicy"],
+            "Always"
+        );
+        assert_eq!(
+            object["spec"]["volumes"][0]["image"]["pullPolicy"],
+            "Always"
+        );
     }
 
     #[test]
@@ -284,8 +297,16 @@ mod tests {
         let p = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [{"name": "a", "image": "x:1"}]}});
         let mut q = p.clone();
         q["metadata"]["labels"]["a"] = json!("2");
-        assert!(pull_target(&request(pod(), "UPDATE", q, p.clone()), "p").unwrap().is_none());
-        assert!(pull_target(&request(pod(), "DELETE", json!(null), p), "p").unwrap().is_none());
+        assert!(
+            pull_target(&request(pod(), "UPDATE", q, p.clone()), "p")
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            pull_target(&request(pod(), "DELETE", json!(null), p), "p")
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

@@ -176,8 +176,8 @@ impl RegistryList {
             ..Default::default()
         };
         for (i, raw) in entries.iter().enumerate() {
-            let entry =
-                RegistryEntry::parse(raw).map_err(|e| SettingsError::new(format!("{path}[{i}]"), e))?;
+            let entry = RegistryEntry::parse(raw)
+                .map_err(|e| SettingsError::new(format!("{path}[{i}]"), e))?;
             let text = entry.to_string();
             match entry.path {
                 Some(_) => {
@@ -205,7 +205,9 @@ impl RegistryList {
 
     /// Whether the list has neither entries nor regexes (matches nothing).
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty() && self.host_regexes.is_empty() && self.repository_regexes.is_empty()
+        self.entries.is_empty()
+            && self.host_regexes.is_empty()
+            && self.repository_regexes.is_empty()
     }
 
     /// The first thing (entry, host regex, repository regex, in that order) that matches
@@ -214,7 +216,11 @@ impl RegistryList {
         if let Some(i) = self.entry_match(image) {
             return Some(RegistryMatch::Entry(i));
         }
-        if let Some(i) = self.host_regexes.iter().position(|r| r.is_match(&image.registry)) {
+        if let Some(i) = self
+            .host_regexes
+            .iter()
+            .position(|r| r.is_match(&image.registry))
+        {
             return Some(RegistryMatch::HostRegex(i));
         }
         if self.repository_regexes.is_empty() {
@@ -314,7 +320,10 @@ mod tests {
     #[rstest]
     #[case("", "must not be empty")]
     #[case("https://docker.io", "has a scheme")]
-    #[case("docker.io/nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "has a digest")]
+    #[case(
+        "docker.io/nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "has a digest"
+    )]
     #[case("docker.io/library/nginx:1.25", "has a tag")]
     #[case("quay.io/Acme", "repository name must be lowercase")]
     #[case("library", "is not a registry host")]
@@ -362,7 +371,10 @@ mod tests {
         assert_eq!(l.entry_match(&img("ubuntu:22.04")), Some(0));
         assert_eq!(l.entry_match(&img("nginx")), Some(2));
         assert_eq!(l.entry_match(&img("quay.io/x/y")), Some(1));
-        assert_eq!(l.describe_match(&RegistryMatch::Entry(2)), "docker.io/library");
+        assert_eq!(
+            l.describe_match(&RegistryMatch::Entry(2)),
+            "docker.io/library"
+        );
         let l = list(&["docker.io/bitnami"]);
         assert!(l.entry_match(&img("bitnami/nginx")).is_some());
         assert!(l.entry_match(&img("nginx")).is_none());
@@ -386,7 +398,10 @@ mod tests {
         )
         .unwrap();
         assert!(l.first_match(&img("internal.registry.io/app:1")).is_some());
-        assert!(l.first_match(&img("internal.registry.io.evil.com/app:1")).is_none());
+        assert!(
+            l.first_match(&img("internal.registry.io.evil.com/app:1"))
+                .is_none()
+        );
         assert_eq!(
             l.first_match(&img("quay.io/acme/app")),
             Some(RegistryMatch::RepositoryRegex(0))
@@ -397,25 +412,44 @@ mod tests {
             "[], regex [internal.registry.io], repository regex [quay\\.io/acme/.*]"
         );
         let e = RegistryList::build("denied", &[], &["(".into()], &[]).unwrap_err();
-        assert!(e.to_string().starts_with("deniedRegex[0]: invalid regex"), "{e}");
+        assert!(
+            e.to_string().starts_with("deniedRegex[0]: invalid regex"),
+            "{e}"
+        );
     }
 
     #[test]
     fn duplicates_after_normalisation_are_refused() {
-        let e = RegistryList::build("allowed", &["docker.io".into(), "Index.Docker.io".into()], &[], &[])
-            .unwrap_err();
+        let e = RegistryList::build(
+            "allowed",
+            &["docker.io".into(), "Index.Docker.io".into()],
+            &[],
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "allowed[1]: docker.io is listed twice (entries are compared after normalisation)"
         );
-        let e = RegistryList::build("allowed", &["quay.io".into(), "https://x.io".into()], &[], &[])
-            .unwrap_err();
-        assert!(e.to_string().starts_with("allowed[1]: \"https://x.io\" has a scheme"), "{e}");
+        let e = RegistryList::build(
+            "allowed",
+            &["quay.io".into(), "https://x.io".into()],
+            &[],
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("allowed[1]: \"https://x.io\" has a scheme"),
+            "{e}"
+        );
     }
 
     #[test]
     fn many_entries_cost_lookups_not_scans() {
-        let entries: Vec<String> = (0..10_000).map(|i| format!("registry-{i}.example.com")).collect();
+        let entries: Vec<String> = (0..10_000)
+            .map(|i| format!("registry-{i}.example.com"))
+            .collect();
         let l = RegistryList::build("allowed", &entries, &[], &[]).unwrap();
         for i in 0..100 {
             let image = img(&format!("registry-{}.example.com/app:1", i * 97));
