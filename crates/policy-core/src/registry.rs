@@ -17,7 +17,7 @@
 //! use policy_core::registry::RegistryList;
 //! let list = RegistryList::build(
 //!     "allowed",
-//!     &["Docker.io".into(), "ghcr.io/acme".into(), "localhost:5000".into()],
+//!     &["Docker.io", "ghcr.io/acme", "localhost:5000"].into(),
 //!     &["internal\\.registry\\.[a-z]+\\.tld".into()],
 //!     &[],
 //! )
@@ -166,7 +166,7 @@ impl RegistryList {
     /// refused.
     pub fn build(
         path: &str,
-        entries: &[String],
+        entries: &NameList,
         host_regexes: &[String],
         repository_regexes: &[String],
     ) -> Result<Self, SettingsError> {
@@ -175,25 +175,19 @@ impl RegistryList {
             repository_regexes: regexes(&format!("{path}RepositoryRegex"), repository_regexes)?,
             ..Default::default()
         };
+        if crate::settings::is_reread() {
+            // validated when the policy was loaded: normalised without re-checking
+            for raw in entries.iter() {
+                list.push_valid(raw);
+            }
+            return Ok(list);
+        }
         for (i, raw) in entries.iter().enumerate() {
             let entry = RegistryEntry::parse(raw)
                 .map_err(|e| SettingsError::new(format!("{path}[{i}]"), e))?;
-            let text = entry.to_string();
-            match entry.path {
-                Some(_) => {
-                    list.paths.push(&text);
-                    list.path_at.push(i);
-                }
-                None => {
-                    list.hosts.push(&text);
-                    list.host_at.push(i);
-                }
-            }
-            list.entries.push(&text);
+            list.push(&entry);
         }
-        if !crate::settings::is_reread()
-            && let Some(i) = list.entries.first_duplicate()
-        {
+        if let Some(i) = list.entries.first_duplicate() {
             let again = list.entries.get(i).unwrap_or_default();
             return Err(SettingsError::new(
                 format!("{path}[{i}]"),
@@ -201,6 +195,50 @@ impl RegistryList {
             ));
         }
         Ok(list)
+    }
+
+    /// Appends a parsed entry.
+    pub fn push(&mut self, entry: &RegistryEntry) {
+        self.push_normalised(&entry.to_string(), entry.path.is_some());
+    }
+
+    /// Appends an entry already known to be valid, normalised as [`RegistryEntry::parse`]
+    /// would (host lower-cased, Docker Hub aliases read as `docker.io`) without checking it
+    /// again: one copy of the text, no parse (`docs/semantics.md#cost`).
+    fn push_valid(&mut self, raw: &str) {
+        let (host, path) = match raw.split_once('/') {
+            Some((host, path)) => (host, Some(path)),
+            None => (raw, None),
+        };
+        let docker = ["index.docker.io", "registry-1.docker.io"]
+            .iter()
+            .any(|alias| alias.eq_ignore_ascii_case(host));
+        if !docker && !host.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.push_normalised(raw, path.is_some());
+            return;
+        }
+        let host = if docker {
+            crate::image::DOCKER_HUB.to_owned()
+        } else {
+            host.to_ascii_lowercase()
+        };
+        let text = match path {
+            Some(path) => format!("{host}/{path}"),
+            None => host,
+        };
+        self.push_normalised(&text, path.is_some());
+    }
+
+    fn push_normalised(&mut self, text: &str, prefix: bool) {
+        let i = self.entries.len();
+        if prefix {
+            self.paths.push(text);
+            self.path_at.push(i);
+        } else {
+            self.hosts.push(text);
+            self.host_at.push(i);
+        }
+        self.entries.push(text);
     }
 
     /// Whether the list has neither entries nor regexes (matches nothing).
@@ -295,8 +333,8 @@ mod tests {
     use rstest::rstest;
 
     fn list(entries: &[&str]) -> RegistryList {
-        let e: Vec<String> = entries.iter().map(|s| s.to_string()).collect();
-        RegistryList::build("allowed", &e, &[], &[]).unwrap()
+        let names: NameList = entries.iter().copied().collect();
+        RegistryList::build("allowed", &names, &[], &[]).unwrap()
     }
 
     fn img(s: &str) -> ImageRef {
@@ -392,7 +430,7 @@ mod tests {
     fn regexes_match_whole_hosts_and_names() {
         let l = RegistryList::build(
             "allowed",
-            &[],
+            &NameList::new(),
             &["internal.registry.io".into()],
             &["quay\\.io/acme/.*".into()],
         )
@@ -411,7 +449,7 @@ mod tests {
             l.to_string(),
             "[], regex [internal.registry.io], repository regex [quay\\.io/acme/.*]"
         );
-        let e = RegistryList::build("denied", &[], &["(".into()], &[]).unwrap_err();
+        let e = RegistryList::build("denied", &NameList::new(), &["(".into()], &[]).unwrap_err();
         assert!(
             e.to_string().starts_with("deniedRegex[0]: invalid regex"),
             "{e}"
@@ -422,7 +460,7 @@ mod tests {
     fn duplicates_after_normalisation_are_refused() {
         let e = RegistryList::build(
             "allowed",
-            &["docker.io".into(), "Index.Docker.io".into()],
+            &["docker.io", "Index.Docker.io"].into(),
             &[],
             &[],
         )
@@ -431,13 +469,8 @@ mod tests {
             e.to_string(),
             "allowed[1]: docker.io is listed twice (entries are compared after normalisation)"
         );
-        let e = RegistryList::build(
-            "allowed",
-            &["quay.io".into(), "https://x.io".into()],
-            &[],
-            &[],
-        )
-        .unwrap_err();
+        let e = RegistryList::build("allowed", &["quay.io", "https://x.io"].into(), &[], &[])
+            .unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("allowed[1]: \"https://x.io\" has a scheme"),
@@ -446,11 +479,31 @@ mod tests {
     }
 
     #[test]
+    fn reread_normalises_like_validation() {
+        let raw: NameList = [
+            "Quay.IO",
+            "index.docker.io/bitnami",
+            "ghcr.io/acme",
+            "LOCALHOST:5000",
+        ]
+        .into();
+        let checked = RegistryList::build("allowed", &raw, &[], &[]).unwrap();
+        let reread =
+            crate::settings::reread(|| RegistryList::build("allowed", &raw, &[], &[])).unwrap();
+        assert_eq!(checked.to_string(), reread.to_string());
+        assert_eq!(
+            reread.to_string(),
+            "[quay.io, docker.io/bitnami, ghcr.io/acme, localhost:5000]"
+        );
+        assert_eq!(reread.entry_match(&img("bitnami/nginx")), Some(1));
+    }
+
+    #[test]
     fn many_entries_cost_lookups_not_scans() {
         let entries: Vec<String> = (0..10_000)
             .map(|i| format!("registry-{i}.example.com"))
             .collect();
-        let l = RegistryList::build("allowed", &entries, &[], &[]).unwrap();
+        let l = RegistryList::build("allowed", &entries.into(), &[], &[]).unwrap();
         for i in 0..100 {
             let image = img(&format!("registry-{}.example.com/app:1", i * 97));
             assert_eq!(l.entry_match(&image), Some(i * 97));
