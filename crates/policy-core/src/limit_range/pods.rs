@@ -1,0 +1,403 @@
+//! Containers and Pod totals (README rules 1–3 and 5): defaults written into a Pod being
+//! created, simulated in templates, left out on resize; Container bounds per init and
+//! regular container; Pod bounds on the effective totals.
+
+use serde_json::Value;
+
+use crate::error::PolicyError;
+use crate::json::At;
+use crate::mutation::Step;
+use crate::pod::{ContainerList, PodView};
+use crate::quantity::Quantity;
+use crate::verdict::Verdict;
+
+use super::bounds::{Observed, Side, Subject, check};
+use super::settings::{LimitRanges, Resource};
+
+/// How a pod spec is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// A Pod being created: missing values get the defaults (written), then bounds.
+    Create,
+    /// A workload's template: the API server's limit → request copy and the defaults are
+    /// simulated, then bounds; nothing is written.
+    Template,
+    /// `pods/resize`: bounds of the values as they are, no defaults.
+    Resize,
+}
+
+/// A container's part in the Pod totals (Kubernetes effective-request rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// A regular container: added to the running sum.
+    Regular,
+    /// An init container with `restartPolicy: Always`: added to the sum and to the sidecars
+    /// started so far.
+    Sidecar,
+    /// An ordinary init container: its value plus the sidecars started before it.
+    Init,
+}
+
+/// One total of one resource (request or limit).
+#[derive(Clone, Debug, Default)]
+struct Total {
+    /// Regular containers and sidecars.
+    sum: Option<Quantity>,
+    /// Sidecars started so far.
+    sidecars: Option<Quantity>,
+    /// The largest ordinary init container plus the sidecars started before it.
+    init: Option<Quantity>,
+}
+
+/// `a + b`, absent when both are; saturated instead of overflowing (values are
+/// non-negative, so a saturated total still exceeds every max).
+fn plus(a: Option<&Quantity>, b: Option<&Quantity>) -> Option<Quantity> {
+    match (a, b) {
+        (None, None) => None,
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (Some(x), Some(y)) => Some(
+            x.checked_add(y)
+                .unwrap_or_else(|| Quantity::from_nanos(i128::MAX)),
+        ),
+    }
+}
+
+impl Total {
+    fn add(&mut self, role: Role, value: Option<&Quantity>) {
+        match role {
+            Role::Regular => self.sum = plus(self.sum.as_ref(), value),
+            Role::Sidecar => {
+                self.sum = plus(self.sum.as_ref(), value);
+                self.sidecars = plus(self.sidecars.as_ref(), value);
+            }
+            Role::Init => {
+                let candidate = plus(value, self.sidecars.as_ref());
+                if let Some(c) = candidate
+                    && self.init.as_ref().is_none_or(|i| c > *i)
+                {
+                    self.init = Some(c);
+                }
+            }
+        }
+    }
+
+    /// The Pod value: the sum, raised to the largest init value.
+    fn value(&self) -> Option<&Quantity> {
+        match (&self.sum, &self.init) {
+            (Some(s), Some(i)) if i > s => Some(i),
+            (Some(s), _) => Some(s),
+            (None, i) => i.as_ref(),
+        }
+    }
+}
+
+/// The totals of one resource.
+#[derive(Clone, Debug, Default)]
+struct Totals {
+    requests: Total,
+    limits: Total,
+}
+
+/// Reads resource `name` of the map `map` (`resources.limits`); a value that is no
+/// quantity, or a negative one, is malformed (400).
+pub(super) fn read_value(map: Option<&At<'_>>, name: &str) -> Result<Option<Quantity>, PolicyError> {
+    let Some(map) = map else { return Ok(None) };
+    let Some(value) = map.object()?.get(name).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let path = match name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        true => map.path.field(name),
+        false => map.path.key(name),
+    };
+    let q = Quantity::from_json(value)
+        .map_err(|e| PolicyError::malformed(&path, e.to_string()))?;
+    if q.is_negative() {
+        return Err(PolicyError::malformed(
+            &path,
+            format!("{:?} must not be negative", q.to_string()),
+        ));
+    }
+    Ok(Some(q))
+}
+
+/// Judges the pod spec of `view` (README rules 1–3, 5); defaults of a Pod being created
+/// are recorded as edits of the request's object.
+pub fn judge(
+    view: &PodView<'_>,
+    ranges: &LimitRanges,
+    stage: Stage,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let mut totals: Vec<Totals> = vec![Totals::default(); ranges.resources.len()];
+    for list in [ContainerList::Init, ContainerList::Regular] {
+        for (index, node) in view.spec.get_list(list.field())?.into_iter().enumerate() {
+            let role = match list {
+                ContainerList::Init if node.get_str("restartPolicy")? == Some("Always") => {
+                    Role::Sidecar
+                }
+                ContainerList::Init => Role::Init,
+                _ => Role::Regular,
+            };
+            let at = ContainerAt { list, index, node };
+            container(&at, ranges, stage, role, &mut totals, verdict)?;
+        }
+    }
+    if ranges.bounds_pods() {
+        for (resource, t) in ranges.resources.iter().zip(&totals) {
+            if resource.pod.is_empty() {
+                continue;
+            }
+            let observed = Observed {
+                request: t.requests.value(),
+                limit: t.limits.value(),
+            };
+            let subject = Subject::Pod {
+                spec: &view.spec.path,
+            };
+            check(&resource.pod, observed, subject, &resource.name, true, verdict);
+        }
+    }
+    Ok(())
+}
+
+/// A container with where it is.
+struct ContainerAt<'a> {
+    list: ContainerList,
+    index: usize,
+    node: At<'a>,
+}
+
+impl ContainerAt<'_> {
+    /// The steps to `spec.<list>[index].resources.<map>` in a Pod.
+    fn steps(&self, map: &'static str) -> Vec<Step> {
+        vec![
+            Step::Key("spec"),
+            Step::Key(self.list.field()),
+            Step::Index(self.index),
+            Step::Key("resources"),
+            Step::Key(map),
+        ]
+    }
+}
+
+/// One container: its values of every resource the settings name, defaulted as `stage`
+/// says, judged by the Container bounds and added to the Pod totals.
+fn container(
+    c: &ContainerAt<'_>,
+    ranges: &LimitRanges,
+    stage: Stage,
+    role: Role,
+    totals: &mut [Totals],
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let resources = c.node.get_object("resources")?;
+    let (limits, requests) = match &resources {
+        Some(r) => (r.get_object("limits")?, r.get_object("requests")?),
+        None => (None, None),
+    };
+    let base = c.node.path.field("resources");
+    for (resource, total) in ranges.resources.iter().zip(totals.iter_mut()) {
+        let mut limit = read_value(limits.as_ref(), &resource.name)?;
+        let mut request = read_value(requests.as_ref(), &resource.name)?;
+        if stage == Stage::Template && request.is_none() {
+            // The API server copies limits into missing requests of Pods, not of templates.
+            request = limit.clone();
+        }
+        if stage != Stage::Resize {
+            default_value(c, resource, Side::Limit, &mut limit, stage, verdict);
+            default_value(c, resource, Side::Request, &mut request, stage, verdict);
+        }
+        if !resource.container.is_empty() {
+            let observed = Observed {
+                request: request.as_ref(),
+                limit: limit.as_ref(),
+            };
+            let subject = Subject::Object {
+                base: &base,
+                per: "Container",
+            };
+            check(&resource.container, observed, subject, &resource.name, true, verdict);
+        }
+        if !resource.pod.is_empty() {
+            total.requests.add(role, request.as_ref());
+            total.limits.add(role, limit.as_ref());
+        }
+    }
+    Ok(())
+}
+
+/// README rule 1: a missing value gets the default of its side (written into a Pod being
+/// created, as given in the settings).
+fn default_value(
+    c: &ContainerAt<'_>,
+    resource: &Resource,
+    side: Side,
+    value: &mut Option<Quantity>,
+    stage: Stage,
+    verdict: &mut Verdict,
+) {
+    if value.is_some() {
+        return;
+    }
+    let (default, map) = match side {
+        Side::Limit => (&resource.default, "limits"),
+        Side::Request => (&resource.default_request, "requests"),
+    };
+    let Some(default) = default else { return };
+    if stage == Stage::Create {
+        let text = Value::String(default.to_string());
+        verdict.edit_set_in(c.steps(map), &resource.name, text);
+    }
+    *value = Some(default.clone());
+}
+
+/// The path of a container value, for tests and messages.
+#[cfg(test)]
+pub(super) fn path_of(container: &str, side: Side, name: &str) -> String {
+    super::bounds::value_path(&crate::path::FieldPath::dotted(container), side, name).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::PodKind;
+    use serde_json::json;
+
+    fn seed() -> LimitRanges {
+        LimitRanges::parse(&json!({"items": [
+            {"limits": [{"type": "Pod", "min": {"cpu": "50m", "memory": "5Mi"}, "max": {"cpu": "1", "memory": "1Gi"}}]},
+            {"limits": [{"type": "Container", "defaultRequest": {"cpu": "100m", "memory": "10Mi"},
+                "default": {"cpu": "200m", "memory": "100Mi"}, "min": {"cpu": "50m", "memory": "5Mi"},
+                "max": {"cpu": "1", "memory": "1Gi"}}]}
+        ]}))
+        .unwrap()
+    }
+
+    fn run(object: Value, ranges: &LimitRanges, stage: Stage) -> (Verdict, Value) {
+        let kind = if object.pointer("/spec/template").is_some() {
+            PodKind::Deployment
+        } else {
+            PodKind::Pod
+        };
+        let view = PodView::read(&object, kind).unwrap().unwrap();
+        let mut v = Verdict::accept();
+        judge(&view, ranges, stage, &mut v).unwrap();
+        let response = v
+            .clone()
+            .into_response_for(crate::Mode::Enforce, object.clone())
+            .unwrap();
+        (v, response.mutated_object.unwrap_or(Value::Null))
+    }
+
+    #[test]
+    fn pods_get_defaults_and_their_output_is_accepted_unchanged() {
+        let pod = json!({"spec": {"containers": [{"name": "a"}], "initContainers": [{"name": "i", "resources": {"limits": {"cpu": "300m"}, "requests": {"cpu": "300m"}}}]}});
+        let (v, mutated) = run(pod, &seed(), Stage::Create);
+        assert!(v.is_clean(), "{}", v.message());
+        assert_eq!(
+            mutated["spec"]["containers"][0]["resources"],
+            json!({"limits": {"cpu": "200m", "memory": "100Mi"}, "requests": {"cpu": "100m", "memory": "10Mi"}})
+        );
+        assert_eq!(
+            mutated["spec"]["initContainers"][0]["resources"],
+            json!({"limits": {"cpu": "300m", "memory": "100Mi"}, "requests": {"cpu": "300m", "memory": "10Mi"}})
+        );
+        let (v, again) = run(mutated, &seed(), Stage::Create);
+        assert!(v.is_clean() && !v.has_edits());
+        assert_eq!(again, Value::Null);
+    }
+
+    #[test]
+    fn pod_totals_follow_the_effective_request_rule() {
+        // sidecar 300m, then init 800m (+300m = 1100m), regular 200m: sum 500m, init 1100m.
+        let pod = json!({"spec": {
+            "initContainers": [
+                {"name": "s", "restartPolicy": "Always", "resources": {"limits": {"cpu": "300m"}, "requests": {"cpu": "300m"}}},
+                {"name": "i", "resources": {"limits": {"cpu": "800m"}, "requests": {"cpu": "800m"}}}
+            ],
+            "containers": [{"name": "a", "resources": {"limits": {"cpu": "200m"}, "requests": {"cpu": "200m"}}}]}});
+        let (v, _) = run(pod, &seed(), Stage::Create);
+        assert_eq!(
+            v.message(),
+            "spec: total cpu limit 1100m exceeds the maximum 1 per Pod"
+        );
+        // the same init container before the sidecar: 800m < 300m + 200m + ...
+        let pod = json!({"spec": {
+            "initContainers": [
+                {"name": "i", "resources": {"limits": {"cpu": "800m"}, "requests": {"cpu": "800m"}}},
+                {"name": "s", "restartPolicy": "Always", "resources": {"limits": {"cpu": "300m"}, "requests": {"cpu": "300m"}}}
+            ],
+            "containers": [{"name": "a", "resources": {"limits": {"cpu": "200m"}, "requests": {"cpu": "200m"}}}]}});
+        let (v, _) = run(pod, &seed(), Stage::Create);
+        assert!(v.is_clean(), "{}", v.message());
+    }
+
+    #[test]
+    fn templates_simulate_the_limit_copy_and_are_not_mutated() {
+        let deployment = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "a", "resources": {"limits": {"cpu": "2"}}}]}}}});
+        let (v, _) = run(deployment, &seed(), Stage::Template);
+        assert!(!v.has_edits());
+        assert_eq!(
+            v.message(),
+            "spec.template.spec.containers[0].resources.limits.cpu: \"2\" exceeds the maximum 1 per Container; \
+             spec.template.spec: total cpu limit 2 exceeds the maximum 1 per Pod"
+        );
+    }
+
+    #[test]
+    fn resize_has_no_defaults() {
+        let pod = json!({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "2"}, "requests": {"cpu": "100m"}}}]}});
+        let (v, _) = run(pod, &seed(), Stage::Resize);
+        assert!(!v.has_edits());
+        assert_eq!(
+            v.message(),
+            "spec.containers[0].resources.limits.cpu: \"2\" exceeds the maximum 1 per Container; \
+             spec.containers[0].resources.requests.memory: no request is specified, but the minimum per Container is 5Mi; \
+             spec.containers[0].resources.limits.memory: no limit is specified, but the maximum per Container is 1Gi; \
+             spec: total cpu limit 2 exceeds the maximum 1 per Pod; \
+             spec: no memory request is specified in any container, but the minimum per Pod is 5Mi; \
+             spec: no memory limit is specified in any container, but the maximum per Pod is 1Gi"
+        );
+    }
+
+    #[test]
+    fn malformed_and_negative_values_are_400() {
+        let pod = json!({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "lots"}}}]}});
+        let view = PodView::read(&pod, PodKind::Pod).unwrap().unwrap();
+        let err = judge(&view, &seed(), Stage::Create, &mut Verdict::accept()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.containers[0].resources.limits.cpu: \"lots\" is not a quantity: expected a number"
+        );
+        let pod = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"memory": "-1"}}}]}});
+        let view = PodView::read(&pod, PodKind::Pod).unwrap().unwrap();
+        let err = judge(&view, &seed(), Stage::Create, &mut Verdict::accept()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.containers[0].resources.requests.memory: \"-1\" must not be negative"
+        );
+        let pod = json!({"spec": {"containers": [{"name": "a", "resources": {"limits": ["cpu"]}}]}});
+        let view = PodView::read(&pod, PodKind::Pod).unwrap().unwrap();
+        let err = judge(&view, &seed(), Stage::Create, &mut Verdict::accept()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.containers[0].resources.limits: expected an object"
+        );
+        assert_eq!(
+            path_of("spec.containers[0].resources", Side::Limit, "example.com/gpu"),
+            "spec.containers[0].resources.limits[\"example.com/gpu\"]"
+        );
+    }
+
+    #[test]
+    fn ephemeral_containers_are_neither_defaulted_nor_counted() {
+        let pod = json!({"spec": {"containers": [{"name": "a"}], "ephemeralContainers": [{"name": "debug"}]}});
+        let (v, mutated) = run(pod, &seed(), Stage::Create);
+        assert!(v.is_clean());
+        assert_eq!(mutated["spec"]["ephemeralContainers"][0], json!({"name": "debug"}));
+    }
+}

@@ -1,0 +1,865 @@
+//! The settings of limit-range-policy: LimitRange items, one LimitRange spec (`limits`) or
+//! several (`items`, Capsule's shape), validated as Kubernetes validates a LimitRange after
+//! its defaulting, plus the checks across items that make a default unusable
+//! (`docs/semantics.md#limit-ranges`).
+//!
+//! ```
+//! use policy_core::limit_range::LimitRanges;
+//! let ranges = LimitRanges::parse(&serde_json::json!({"items": [
+//!     {"limits": [{"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "50m"}}]}
+//! ]})).unwrap();
+//! let cpu = &ranges.resources[0];
+//! // Kubernetes LimitRange defaulting: default from max, defaultRequest from default.
+//! assert_eq!(cpu.default.as_ref().map(ToString::to_string).as_deref(), Some("1"));
+//! assert_eq!(cpu.default_request.as_ref().map(ToString::to_string).as_deref(), Some("1"));
+//! let err = LimitRanges::parse(&serde_json::json!({"limits": [
+//!     {"type": "Container", "default": {"cpu": "2"}, "max": {"cpu": "1"}}
+//! ]})).unwrap_err();
+//! assert_eq!(err.to_string(), "limits[0].default.cpu: 2 exceeds max 1");
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+
+use crate::error::SettingsError;
+use crate::quantity::Quantity;
+use crate::settings::{ExactName, Raw, exact_name};
+
+/// The type of a LimitRange item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemType {
+    /// Bounds and defaults of every (init) container.
+    Container,
+    /// Bounds of a Pod's effective totals.
+    Pod,
+    /// Bounds of a claim's `spec.resources.requests.storage`.
+    PersistentVolumeClaim,
+}
+
+impl ExactName for ItemType {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("Container", ItemType::Container),
+        ("Pod", ItemType::Pod),
+        ("PersistentVolumeClaim", ItemType::PersistentVolumeClaim),
+    ];
+}
+
+impl<'de> Deserialize<'de> for ItemType {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        exact_name(deserializer)
+    }
+}
+
+impl fmt::Display for ItemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = Self::NAMES
+            .iter()
+            .find(|(_, t)| t == self)
+            .map_or("", |(n, _)| *n);
+        f.write_str(name)
+    }
+}
+
+/// A resource list as written (`{cpu: 100m, memory: 10Mi}`): names with quantities, in
+/// settings order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResourceList(pub Vec<(String, Quantity)>);
+
+impl ResourceList {
+    /// The quantity of resource `name`.
+    fn get(&self, name: &str) -> Option<&Quantity> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, q)| q)
+    }
+}
+
+impl<'de> Deserialize<'de> for ResourceList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ListVisitor;
+        impl<'de> Visitor<'de> for ListVisitor {
+            type Value = ResourceList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of resource names to quantities")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResourceList, A::Error> {
+                let mut out: Vec<(String, Quantity)> = Vec::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    let quantity: Quantity = map.next_value()?;
+                    out.push((name, quantity));
+                }
+                // A name given twice: the last one counts, as in any JSON object.
+                let mut seen = HashSet::new();
+                out.reverse();
+                out.retain(|(n, _)| seen.insert(n.clone()));
+                out.reverse();
+                Ok(ResourceList(out))
+            }
+        }
+        deserializer.deserialize_map(ListVisitor)
+    }
+}
+
+/// One LimitRange item as written (Kubernetes `LimitRangeItem`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawItem {
+    #[serde(rename = "type")]
+    item_type: ItemType,
+    #[serde(default)]
+    min: Option<ResourceList>,
+    #[serde(default)]
+    max: Option<ResourceList>,
+    #[serde(default)]
+    default: Option<ResourceList>,
+    #[serde(default)]
+    default_request: Option<ResourceList>,
+    #[serde(default)]
+    max_limit_request_ratio: Option<ResourceList>,
+}
+
+/// One LimitRange spec as written: `{limits: [items]}` (an entry of Capsule's
+/// `spec.limitRanges.items`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimitRange {
+    limits: Vec<RawItem>,
+}
+
+/// The settings as written: exactly one of `limits` and `items`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSettings {
+    #[serde(default)]
+    limits: Option<Vec<RawItem>>,
+    #[serde(default)]
+    items: Option<Vec<RawLimitRange>>,
+}
+
+/// The bounds of one resource for one item type, the tightest of every item of that type
+/// (all items apply, so the largest `min`, the smallest `max` and the smallest ratio bind).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bound {
+    /// The smallest request (and limit) allowed.
+    pub min: Option<Quantity>,
+    /// The largest limit (and request) allowed.
+    pub max: Option<Quantity>,
+    /// The largest `limit / request` allowed (`maxLimitRequestRatio`).
+    pub ratio: Option<Quantity>,
+}
+
+impl Bound {
+    /// Whether the bound restricts nothing.
+    pub fn is_empty(&self) -> bool {
+        self.min.is_none() && self.max.is_none() && self.ratio.is_none()
+    }
+}
+
+/// One resource named by a Container or Pod item, with everything the items say about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resource {
+    /// The resource name (`cpu`, `memory`, `example.com/gpu`).
+    pub name: String,
+    /// The bounds of every (init) container.
+    pub container: Bound,
+    /// The bounds of the Pod's totals.
+    pub pod: Bound,
+    /// The default limit (the first Container item giving one, after defaulting).
+    pub default: Option<Quantity>,
+    /// The default request (the first Container item giving one, after defaulting).
+    pub default_request: Option<Quantity>,
+}
+
+/// Validated settings: the items of every LimitRange merged by type, once.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LimitRanges {
+    /// The resources of Container and Pod items, in the order the settings first name them
+    /// (the order of their violations).
+    pub resources: Vec<Resource>,
+    /// The bounds of a claim's `storage` request.
+    pub claim: Bound,
+}
+
+impl LimitRanges {
+    /// Decodes and validates raw settings.
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
+        crate::settings::parse::<RawSettings, Self>(raw)
+    }
+
+    /// Whether any Container or Pod item bounds or defaults a resource.
+    pub fn judges_pods(&self) -> bool {
+        !self.resources.is_empty()
+    }
+
+    /// Whether any item bounds Pod totals.
+    pub fn bounds_pods(&self) -> bool {
+        self.resources.iter().any(|r| !r.pod.is_empty())
+    }
+}
+
+impl TryFrom<RawSettings> for LimitRanges {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
+        let ranges: Vec<(String, Vec<RawItem>)> = match (raw.limits, raw.items) {
+            (Some(_), Some(_)) => {
+                return Err(SettingsError::new(
+                    "",
+                    "give either limits (one LimitRange spec) or items (several, Capsule's shape), not both",
+                ));
+            }
+            (None, None) => {
+                return Err(SettingsError::new(
+                    "",
+                    "missing: give limits (one LimitRange spec) or items (several LimitRange specs, Capsule's shape)",
+                ));
+            }
+            (Some(limits), None) => vec![("limits".to_owned(), limits)],
+            (None, Some(items)) => {
+                non_empty("items", items.len())?;
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, r)| (format!("items[{i}].limits"), r.limits))
+                    .collect()
+            }
+        };
+        let mut builder = Builder::default();
+        for (prefix, items) in ranges {
+            non_empty(&prefix, items.len())?;
+            for (j, item) in items.into_iter().enumerate() {
+                builder.add(&format!("{prefix}[{j}]"), item)?;
+            }
+        }
+        builder.finish()
+    }
+}
+
+/// Refuses an empty list: a LimitRange without items enforces nothing, which is a mistake.
+fn non_empty(path: &str, len: usize) -> Result<(), SettingsError> {
+    if len == 0 {
+        return Err(SettingsError::new(
+            path,
+            "empty: list at least one LimitRange item (an empty list would enforce nothing)",
+        ));
+    }
+    Ok(())
+}
+
+/// The settings path of resource `name` in field `field` of the item at `item`
+/// (`limits[0].max.cpu`, `limits[0].max["example.com/gpu"]`).
+pub(super) fn resource_path(item: &str, field: &str, name: &str) -> String {
+    if name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        format!("{item}.{field}.{name}")
+    } else {
+        format!("{item}.{field}[{name:?}]")
+    }
+}
+
+/// Where a defaulted value came from (Kubernetes LimitRange defaulting).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    Written,
+    Max,
+    Default,
+    Min,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Origin::Written => "",
+            Origin::Max => " (taken from max)",
+            Origin::Default => " (taken from default)",
+            Origin::Min => " (taken from min)",
+        })
+    }
+}
+
+/// A value with the settings path it was read (or derived) at.
+#[derive(Clone, Debug)]
+struct Placed {
+    value: Quantity,
+    at: String,
+    origin: Origin,
+}
+
+impl Placed {
+    /// `2` or `1 (taken from max)`.
+    fn shown(&self) -> String {
+        format!("{}{}", self.value, self.origin)
+    }
+}
+
+/// A Container item's defaults after Kubernetes LimitRange defaulting: a missing `default`
+/// from `max`; a missing `defaultRequest` from `default`, then from `min`.
+fn container_defaults(
+    item: &str,
+    raw: &RawItem,
+) -> (Vec<(String, Placed)>, Vec<(String, Placed)>) {
+    let place = |list: &Option<ResourceList>, field: &str, origin: Origin| {
+        list.iter()
+            .flat_map(|l| l.0.iter())
+            .map(|(n, q)| {
+                let at = resource_path(item, field, n);
+                let placed = Placed {
+                    value: q.clone(),
+                    at,
+                    origin,
+                };
+                (n.clone(), placed)
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut default = place(&raw.default, "default", Origin::Written);
+    let mut seen: HashSet<String> = default.iter().map(|(n, _)| n.clone()).collect();
+    for (n, p) in place(&raw.max, "default", Origin::Max) {
+        if seen.insert(n.clone()) {
+            default.push((n, p));
+        }
+    }
+    let mut request = place(&raw.default_request, "defaultRequest", Origin::Written);
+    let mut seen: HashSet<String> = request.iter().map(|(n, _)| n.clone()).collect();
+    let from_default = default.iter().map(|(n, p)| {
+        let at = resource_path(item, "defaultRequest", n);
+        let placed = Placed {
+            value: p.value.clone(),
+            at,
+            origin: Origin::Default,
+        };
+        (n.clone(), placed)
+    });
+    let from_min = place(&raw.min, "defaultRequest", Origin::Min);
+    for (n, p) in from_default.collect::<Vec<_>>().into_iter().chain(from_min) {
+        if seen.insert(n.clone()) {
+            request.push((n, p));
+        }
+    }
+    (default, request)
+}
+
+/// Checks of one item on its own: fields its type takes, resource names, signs, ratios of
+/// at least 1, and (after defaulting) `min ≤ defaultRequest ≤ default ≤ max`.
+fn check_item(item: &str, raw: &RawItem) -> Result<(), SettingsError> {
+    let t = raw.item_type;
+    let fields = [
+        ("min", &raw.min),
+        ("max", &raw.max),
+        ("default", &raw.default),
+        ("defaultRequest", &raw.default_request),
+        ("maxLimitRequestRatio", &raw.max_limit_request_ratio),
+    ];
+    for (field, list) in fields {
+        let Some(list) = list else { continue };
+        let takes = match field {
+            "default" | "defaultRequest" => t == ItemType::Container,
+            "maxLimitRequestRatio" => t != ItemType::PersistentVolumeClaim,
+            _ => true,
+        };
+        if !takes {
+            return Err(SettingsError::new(
+                format!("{item}.{field}"),
+                format!("an item of type {t} takes no {field}"),
+            ));
+        }
+        for (name, q) in &list.0 {
+            let at = resource_path(item, field, name);
+            check_resource_name(t, name).map_err(|p| SettingsError::new(&at, p))?;
+            if q.is_negative() {
+                return Err(SettingsError::new(at, format!("{q} must not be negative")));
+            }
+            if field == "maxLimitRequestRatio" && *q < Quantity::from_int(1) {
+                return Err(SettingsError::new(
+                    at,
+                    format!("{q} is below 1 (a limit is never below its request)"),
+                ));
+            }
+        }
+    }
+    let empty = |l: &Option<ResourceList>| l.as_ref().is_none_or(|l| l.0.is_empty());
+    if t == ItemType::PersistentVolumeClaim && empty(&raw.min) && empty(&raw.max) {
+        return Err(SettingsError::new(
+            item,
+            "a PersistentVolumeClaim item needs min or max storage",
+        ));
+    }
+    if fields.iter().all(|(_, l)| empty(l)) {
+        return Err(SettingsError::new(
+            item,
+            "sets none of min, max, default, defaultRequest, maxLimitRequestRatio",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a resource name no object of the item's type can carry (a typo such as `cpus`
+/// would otherwise bound nothing).
+fn check_resource_name(t: ItemType, name: &str) -> Result<(), String> {
+    if t == ItemType::PersistentVolumeClaim {
+        return match name {
+            "storage" => Ok(()),
+            _ => Err(format!(
+                "{name:?}: only storage applies to a PersistentVolumeClaim"
+            )),
+        };
+    }
+    let standard = matches!(name, "cpu" | "memory" | "ephemeral-storage")
+        || name
+            .strip_prefix("hugepages-")
+            .is_some_and(|size| Quantity::parse(size).is_ok());
+    let part = |s: &str, upper: bool| {
+        !s.is_empty()
+            && s.chars().all(|c| {
+                c.is_ascii_lowercase()
+                    || c.is_ascii_digit()
+                    || c == '-'
+                    || c == '.'
+                    || (upper && (c.is_ascii_uppercase() || c == '_'))
+            })
+    };
+    let extended = name
+        .split_once('/')
+        .is_some_and(|(domain, n)| part(domain, false) && part(n, true));
+    if standard || extended {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a container resource (cpu, memory, ephemeral-storage, hugepages-<size> or <domain>/<name>)"
+        ))
+    }
+}
+
+/// `value ≤ bound` (`word` names the bound: `max`, `default`); the error names the value's
+/// path, and `of` where a bound from another item is (`at`, `per Pod at`).
+fn not_above(
+    value: &Placed,
+    bound: Option<&Placed>,
+    word: &str,
+    of: &str,
+) -> Result<(), SettingsError> {
+    match bound {
+        Some(b) if value.value > b.value => Err(SettingsError::new(
+            &value.at,
+            format!("{} exceeds {word} {}{}", value.shown(), b.shown(), located(b, of)),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `value ≥ bound` (the `min`); see [`not_above`].
+fn not_below(value: &Placed, bound: Option<&Placed>, of: &str) -> Result<(), SettingsError> {
+    match bound {
+        Some(b) if value.value < b.value => Err(SettingsError::new(
+            &value.at,
+            format!("{} is below min {}{}", value.shown(), b.shown(), located(b, of)),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// ` at items[1].limits[0].max.cpu` for a bound of another item, nothing within one item.
+fn located(bound: &Placed, of: &str) -> String {
+    match of.is_empty() {
+        true => String::new(),
+        false => format!(" {of} {}", bound.at),
+    }
+}
+
+/// `default ≤ ratio × defaultRequest` (a default that breaks the ratio refuses every
+/// container relying on it).
+fn within_ratio(
+    default: &Placed,
+    request: &Placed,
+    ratio: &Placed,
+    of: &str,
+) -> Result<(), SettingsError> {
+    let exceeds = match default.value.ratio_cmp(&request.value, &ratio.value) {
+        Some(o) => o.is_gt(),
+        None => !default.value.is_zero(),
+    };
+    if !exceeds {
+        return Ok(());
+    }
+    let at = located(ratio, of);
+    Err(SettingsError::new(
+        &default.at,
+        format!(
+            "{} is more than {} times defaultRequest {} (maxLimitRequestRatio{at})",
+            default.shown(),
+            ratio.value,
+            request.shown()
+        ),
+    ))
+}
+
+/// What the items say about one resource, with where each tightest value is.
+#[derive(Clone, Debug, Default)]
+struct Acc {
+    container: Tightest,
+    pod: Tightest,
+    default: Option<Placed>,
+    default_request: Option<Placed>,
+}
+
+/// The tightest bounds of one resource and item type, with their paths.
+#[derive(Clone, Debug, Default)]
+struct Tightest {
+    min: Option<Placed>,
+    max: Option<Placed>,
+    ratio: Option<Placed>,
+}
+
+impl Tightest {
+    /// Tightens with the item at `item`'s min, max and ratio of `name`.
+    fn tighten(&mut self, item: &str, raw: &RawItem, name: &str) {
+        let read = |list: &Option<ResourceList>, field: &str| {
+            list.as_ref().and_then(|l| l.get(name)).map(|q| Placed {
+                value: q.clone(),
+                at: resource_path(item, field, name),
+                origin: Origin::Written,
+            })
+        };
+        let keep = |slot: &mut Option<Placed>, new: Option<Placed>, larger: bool| {
+            if let Some(new) = new {
+                let tighter = slot
+                    .as_ref()
+                    .is_none_or(|old| (new.value > old.value) == larger && new.value != old.value);
+                if tighter {
+                    *slot = Some(new);
+                }
+            }
+        };
+        keep(&mut self.min, read(&raw.min, "min"), true);
+        keep(&mut self.max, read(&raw.max, "max"), false);
+        keep(&mut self.ratio, read(&raw.max_limit_request_ratio, "maxLimitRequestRatio"), false);
+    }
+
+    /// `min ≤ max` across items; the error names the later of the two.
+    fn consistent(&self) -> Result<(), SettingsError> {
+        if let (Some(min), Some(max)) = (&self.min, &self.max)
+            && min.value > max.value
+        {
+            return Err(SettingsError::new(
+                &max.at,
+                format!("{} is below min {} at {}", max.value, min.value, min.at),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Within one item, `maxLimitRequestRatio ≤ max / min` (as Kubernetes validates a
+    /// LimitRange: a larger ratio could never bind).
+    fn ratio_fits(&self) -> Result<(), SettingsError> {
+        if let (Some(min), Some(max), Some(ratio)) = (&self.min, &self.max, &self.ratio)
+            && max.value.ratio_cmp(&min.value, &ratio.value).is_some_and(|o| o.is_lt())
+        {
+            return Err(SettingsError::new(
+                &ratio.at,
+                format!("{} exceeds max/min = {}/{}", ratio.value, max.value, min.value),
+            ));
+        }
+        Ok(())
+    }
+
+    fn bound(&self) -> Bound {
+        let q = |p: &Option<Placed>| p.as_ref().map(|p| p.value.clone());
+        Bound {
+            min: q(&self.min),
+            max: q(&self.max),
+            ratio: q(&self.ratio),
+        }
+    }
+}
+
+/// Merges items by type, in settings order.
+#[derive(Debug, Default)]
+struct Builder {
+    names: HashMap<String, usize>,
+    resources: Vec<(String, Acc)>,
+    claim: Tightest,
+}
+
+impl Builder {
+    /// The entry of resource `name`, added at the end when new.
+    fn acc(&mut self, name: &str) -> Option<&mut Acc> {
+        let i = match self.names.get(name) {
+            Some(i) => *i,
+            None => {
+                let i = self.resources.len();
+                self.names.insert(name.to_owned(), i);
+                self.resources.push((name.to_owned(), Acc::default()));
+                i
+            }
+        };
+        self.resources.get_mut(i).map(|(_, acc)| acc)
+    }
+
+    /// Validates the item at `item` and merges it.
+    fn add(&mut self, item: &str, raw: RawItem) -> Result<(), SettingsError> {
+        check_item(item, &raw)?;
+        let names: Vec<String> = [&raw.min, &raw.max, &raw.max_limit_request_ratio]
+            .into_iter()
+            .flatten()
+            .flat_map(|l| l.0.iter().map(|(n, _)| n.clone()))
+            .collect();
+        match raw.item_type {
+            ItemType::PersistentVolumeClaim => {
+                self.claim.tighten(item, &raw, "storage");
+                self.claim.consistent()
+            }
+            ItemType::Pod => {
+                for name in &names {
+                    let mut own = Tightest::default();
+                    own.tighten(item, &raw, name);
+                    own.consistent()?;
+                    own.ratio_fits()?;
+                }
+                for name in names {
+                    if let Some(acc) = self.acc(&name) {
+                        acc.pod.tighten(item, &raw, &name);
+                        acc.pod.consistent()?;
+                    }
+                }
+                Ok(())
+            }
+            ItemType::Container => self.add_container(item, &raw, names),
+        }
+    }
+
+    /// A Container item: its own defaults against its own bounds, then merged (the first
+    /// default of a resource wins).
+    fn add_container(
+        &mut self,
+        item: &str,
+        raw: &RawItem,
+        names: Vec<String>,
+    ) -> Result<(), SettingsError> {
+        for name in &names {
+            let mut own = Tightest::default();
+            own.tighten(item, raw, name);
+            own.consistent()?;
+            own.ratio_fits()?;
+        }
+        let (defaults, requests) = container_defaults(item, raw);
+        let lookup = |list: &Option<ResourceList>, field: &str, name: &str| {
+            list.as_ref().and_then(|l| l.get(name)).map(|q| Placed {
+                value: q.clone(),
+                at: resource_path(item, field, name),
+                origin: Origin::Written,
+            })
+        };
+        for (name, d) in &defaults {
+            not_above(d, lookup(&raw.max, "max", name).as_ref(), "max", "")?;
+            not_below(d, lookup(&raw.min, "min", name).as_ref(), "")?;
+        }
+        for (name, r) in &requests {
+            not_below(r, lookup(&raw.min, "min", name).as_ref(), "")?;
+            not_above(r, lookup(&raw.max, "max", name).as_ref(), "max", "")?;
+            let default = defaults.iter().find(|(n, _)| n == name).map(|(_, p)| p);
+            not_above(r, default, "default", "")?;
+            let ratio = lookup(&raw.max_limit_request_ratio, "maxLimitRequestRatio", name);
+            if let (Some(d), Some(ratio)) = (default, ratio) {
+                within_ratio(d, r, &ratio, "")?;
+            }
+        }
+        for name in &names {
+            if let Some(acc) = self.acc(name) {
+                acc.container.tighten(item, raw, name);
+            }
+        }
+        for (name, d) in defaults {
+            if let Some(acc) = self.acc(&name) {
+                acc.default.get_or_insert(d);
+            }
+        }
+        for (name, r) in requests {
+            if let Some(acc) = self.acc(&name) {
+                acc.default_request.get_or_insert(r);
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks across items, then the merged settings.
+    fn finish(self) -> Result<LimitRanges, SettingsError> {
+        let mut resources = Vec::with_capacity(self.resources.len());
+        for (name, acc) in self.resources {
+            check_across(&acc)?;
+            let q = |p: &Option<Placed>| p.as_ref().map(|p| p.value.clone());
+            resources.push(Resource {
+                name,
+                container: acc.container.bound(),
+                pod: acc.pod.bound(),
+                default: q(&acc.default),
+                default_request: q(&acc.default_request),
+            });
+        }
+        Ok(LimitRanges {
+            resources,
+            claim: self.claim.bound(),
+        })
+    }
+}
+
+/// One resource across items: tightest `min ≤ max` per type; the merged defaults within
+/// every Container item's bounds and the ratio, and below every Pod item's max.
+fn check_across(acc: &Acc) -> Result<(), SettingsError> {
+    acc.container.consistent()?;
+    acc.pod.consistent()?;
+    let c = &acc.container;
+    for value in [&acc.default, &acc.default_request].into_iter().flatten() {
+        not_above(value, c.max.as_ref(), "max", "at")?;
+        not_below(value, c.min.as_ref(), "at")?;
+        not_above(value, acc.pod.max.as_ref(), "max", "per Pod at")?;
+    }
+    if let (Some(d), Some(r)) = (&acc.default, &acc.default_request) {
+        not_above(r, Some(d), "default", "at")?;
+        if let Some(ratio) = &c.ratio {
+            within_ratio(d, r, ratio, "at")?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    fn seed() -> Value {
+        json!({"items": [
+            {"limits": [{"type": "Pod", "min": {"cpu": "50m", "memory": "5Mi"}, "max": {"cpu": "1", "memory": "1Gi"}}]},
+            {"limits": [{"type": "Container", "defaultRequest": {"cpu": "100m", "memory": "10Mi"},
+                "default": {"cpu": "200m", "memory": "100Mi"}, "min": {"cpu": "50m", "memory": "5Mi"},
+                "max": {"cpu": "1", "memory": "1Gi"}}]},
+            {"limits": [{"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "10Gi"}}]}
+        ]})
+    }
+
+    #[test]
+    fn the_seed_merges_by_type() {
+        let r = LimitRanges::parse(&seed()).unwrap();
+        let names: Vec<&str> = r.resources.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["cpu", "memory"]);
+        let cpu = &r.resources[0];
+        assert_eq!(cpu.pod.max.as_ref().unwrap().to_string(), "1");
+        assert_eq!(cpu.container.min.as_ref().unwrap().to_string(), "50m");
+        assert_eq!(cpu.default.as_ref().unwrap().to_string(), "200m");
+        assert_eq!(cpu.default_request.as_ref().unwrap().to_string(), "100m");
+        assert_eq!(r.claim.max.as_ref().unwrap().to_string(), "10Gi");
+        assert!(r.bounds_pods() && r.judges_pods());
+    }
+
+    #[test]
+    fn defaulting_follows_kubernetes() {
+        let r = LimitRanges::parse(&json!({"limits": [
+            {"type": "Container", "max": {"cpu": "1"}, "min": {"memory": "5Mi"}, "default": {"ephemeral-storage": "1Gi"}}
+        ]}))
+        .unwrap();
+        let get = |n: &str| r.resources.iter().find(|r| r.name == n).unwrap();
+        let shown = |q: &Option<Quantity>| q.as_ref().map(ToString::to_string);
+        assert_eq!(shown(&get("cpu").default).as_deref(), Some("1"));
+        assert_eq!(shown(&get("cpu").default_request).as_deref(), Some("1"));
+        assert_eq!(shown(&get("memory").default), None);
+        assert_eq!(shown(&get("memory").default_request).as_deref(), Some("5Mi"));
+        assert_eq!(shown(&get("ephemeral-storage").default_request).as_deref(), Some("1Gi"));
+    }
+
+    #[test]
+    fn tightest_bounds_and_first_defaults_win() {
+        let r = LimitRanges::parse(&json!({"items": [
+            {"limits": [{"type": "Container", "max": {"cpu": "2"}, "min": {"cpu": "10m"}, "defaultRequest": {"cpu": "100m"}, "default": {"cpu": "500m"}}]},
+            {"limits": [{"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "50m"}, "default": {"cpu": "300m"}}]}
+        ]}))
+        .unwrap();
+        let cpu = &r.resources[0];
+        assert_eq!(cpu.container.max.as_ref().unwrap().to_string(), "1");
+        assert_eq!(cpu.container.min.as_ref().unwrap().to_string(), "50m");
+        assert_eq!(cpu.default.as_ref().unwrap().to_string(), "500m");
+        assert_eq!(cpu.default_request.as_ref().unwrap().to_string(), "100m");
+    }
+
+    #[rstest]
+    #[case(json!({}), "missing: give limits (one LimitRange spec) or items")]
+    #[case(json!(null), "missing: give limits")]
+    #[case(json!({"limits": [], "items": []}), "give either limits (one LimitRange spec) or items (several, Capsule's shape), not both")]
+    #[case(json!({"limits": []}), "limits: empty: list at least one LimitRange item")]
+    #[case(json!({"items": []}), "items: empty")]
+    #[case(json!({"items": [{"limits": []}]}), "items[0].limits: empty")]
+    #[case(json!({"items": [{}]}), "items[0]: missing field `limits`")]
+    #[case(json!({"items": [{"limits": [], "name": "x"}]}), "items[0].name: unknown field `name`")]
+    #[case(json!({"limits": [{"type": "Node", "max": {"cpu": "1"}}]}), "limits[0].type: \"Node\" is not one of Container, Pod, PersistentVolumeClaim")]
+    #[case(json!({"limits": [{"max": {"cpu": "1"}}]}), "limits[0]: missing field `type`")]
+    #[case(json!({"limits": [{"type": "Container", "maximum": {"cpu": "1"}}]}), "limits[0].maximum: unknown field `maximum`")]
+    #[case(json!({"limits": [{"type": "Container", "max": {"cpu": "lots"}}]}), "limits[0].max.cpu: \"lots\" is not a quantity")]
+    #[case(json!({"limits": [{"type": "Container", "max": {"cpu": true}}]}), "limits[0].max.cpu: invalid type: boolean")]
+    #[case(json!({"limits": [{"type": "Container", "max": ["cpu"]}]}), "limits[0].max: invalid type: sequence")]
+    #[case(json!({"limits": [{"type": "Container"}]}), "limits[0]: sets none of min, max, default, defaultRequest, maxLimitRequestRatio")]
+    #[case(json!({"limits": [{"type": "Container", "max": {}}]}), "limits[0]: sets none of")]
+    #[case(json!({"limits": [{"type": "Container", "max": {"cpus": "1"}}]}), "limits[0].max.cpus: \"cpus\" is not a container resource")]
+    #[case(json!({"limits": [{"type": "Container", "max": {"storage": "1Gi"}}]}), "limits[0].max.storage: \"storage\" is not a container resource")]
+    #[case(json!({"limits": [{"type": "Container", "max": {"Example.com/gpu": "1"}}]}), "limits[0].max[\"Example.com/gpu\"]: \"Example.com/gpu\" is not a container resource")]
+    #[case(json!({"limits": [{"type": "Container", "min": {"cpu": "-1"}}]}), "limits[0].min.cpu: -1 must not be negative")]
+    #[case(json!({"limits": [{"type": "Pod", "default": {"cpu": "1"}}]}), "limits[0].default: an item of type Pod takes no default")]
+    #[case(json!({"limits": [{"type": "Pod", "max": {"cpu": "1"}, "defaultRequest": {"cpu": "1"}}]}), "limits[0].defaultRequest: an item of type Pod takes no defaultRequest")]
+    #[case(json!({"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "1Gi"}, "default": {"storage": "1Gi"}}]}), "limits[0].default: an item of type PersistentVolumeClaim takes no default")]
+    #[case(json!({"limits": [{"type": "PersistentVolumeClaim", "maxLimitRequestRatio": {"storage": "1"}}]}), "limits[0].maxLimitRequestRatio: an item of type PersistentVolumeClaim takes no maxLimitRequestRatio")]
+    #[case(json!({"limits": [{"type": "PersistentVolumeClaim", "max": {"cpu": "1"}}]}), "limits[0].max.cpu: \"cpu\": only storage applies to a PersistentVolumeClaim")]
+    #[case(json!({"limits": [{"type": "PersistentVolumeClaim", "min": {}}]}), "limits[0]: a PersistentVolumeClaim item needs min or max storage")]
+    #[case(json!({"limits": [{"type": "PersistentVolumeClaim", "min": {"storage": "2Gi"}, "max": {"storage": "1Gi"}}]}), "limits[0].max.storage: 1Gi is below min 2Gi at limits[0].min.storage")]
+    #[case(json!({"limits": [{"type": "Container", "default": {"cpu": "2"}, "max": {"cpu": "1"}}]}), "limits[0].default.cpu: 2 exceeds max 1")]
+    #[case(json!({"limits": [{"type": "Container", "default": {"cpu": "10m"}, "min": {"cpu": "50m"}}]}), "limits[0].default.cpu: 10m is below min 50m")]
+    #[case(json!({"limits": [{"type": "Container", "defaultRequest": {"cpu": "300m"}, "default": {"cpu": "200m"}}]}), "limits[0].defaultRequest.cpu: 300m exceeds default 200m")]
+    #[case(json!({"limits": [{"type": "Container", "defaultRequest": {"cpu": "2"}, "max": {"cpu": "1"}}]}), "limits[0].defaultRequest.cpu: 2 exceeds max 1")]
+    #[case(json!({"limits": [{"type": "Container", "defaultRequest": {"cpu": "10m"}, "min": {"cpu": "50m"}}]}), "limits[0].defaultRequest.cpu: 10m is below min 50m")]
+    #[case(json!({"limits": [{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}]}), "limits[0].max.cpu: 1 is below min 2 at limits[0].min.cpu")]
+    #[case(json!({"limits": [{"type": "Container", "maxLimitRequestRatio": {"cpu": "0.5"}}]}), "limits[0].maxLimitRequestRatio.cpu: 0.5 is below 1")]
+    #[case(json!({"limits": [{"type": "Container", "defaultRequest": {"cpu": "100m"}, "default": {"cpu": "300m"}, "maxLimitRequestRatio": {"cpu": "2"}}]}),
+        "limits[0].default.cpu: 300m is more than 2 times defaultRequest 100m (maxLimitRequestRatio)")]
+    #[case(json!({"limits": [{"type": "Container", "defaultRequest": {"cpu": "100m"}, "max": {"cpu": "1"}, "maxLimitRequestRatio": {"cpu": "2"}}]}),
+        "limits[0].default.cpu: 1 (taken from max) is more than 2 times defaultRequest 100m (maxLimitRequestRatio)")]
+    #[case(json!({"items": [{"limits": [{"type": "Container", "default": {"cpu": "2"}}]}, {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}]}),
+        "items[0].limits[0].default.cpu: 2 exceeds max 1 at items[1].limits[0].max.cpu")]
+    #[case(json!({"items": [{"limits": [{"type": "Container", "default": {"cpu": "2"}}]}, {"limits": [{"type": "Pod", "max": {"cpu": "1"}}]}]}),
+        "items[0].limits[0].default.cpu: 2 exceeds max 1 per Pod at items[1].limits[0].max.cpu")]
+    #[case(json!({"items": [{"limits": [{"type": "Pod", "min": {"cpu": "2"}}]}, {"limits": [{"type": "Pod", "max": {"cpu": "1"}}]}]}),
+        "items[1].limits[0].max.cpu: 1 is below min 2 at items[0].limits[0].min.cpu")]
+    #[case(json!({"limits": [{"type": "Pod", "min": {"cpu": "100m"}, "max": {"cpu": "1"}, "maxLimitRequestRatio": {"cpu": "20"}}]}),
+        "limits[0].maxLimitRequestRatio.cpu: 20 exceeds max/min = 1/100m")]
+    fn refused(#[case] raw: Value, #[case] message: &str) {
+        let err = LimitRanges::parse(&raw).unwrap_err().to_string();
+        assert!(err.starts_with(message), "{err}");
+        // the same text decoded from JSON gives the same refusal
+        let text = raw.to_string();
+        let again = LimitRanges::parse(Raw::Json(&text)).unwrap_err().to_string();
+        assert_eq!(err, again);
+    }
+
+    #[test]
+    fn extended_and_hugepages_resources_are_accepted() {
+        let r = LimitRanges::parse(&json!({"limits": [
+            {"type": "Container", "max": {"example.com/gpu": "1", "hugepages-2Mi": "1Gi"}}
+        ]}))
+        .unwrap();
+        assert_eq!(r.resources.len(), 2);
+        assert_eq!(
+            resource_path("limits[0]", "max", "example.com/gpu"),
+            "limits[0].max[\"example.com/gpu\"]"
+        );
+    }
+
+    #[test]
+    fn ratio_at_max_over_min_is_accepted() {
+        assert!(
+            LimitRanges::parse(&json!({"limits": [
+                {"type": "Pod", "min": {"cpu": "100m"}, "max": {"cpu": "1"}, "maxLimitRequestRatio": {"cpu": "10"}}
+            ]}))
+            .is_ok()
+        );
+    }
+}
