@@ -17,7 +17,7 @@
 //! use policy_core::registry::RegistryList;
 //! let list = RegistryList::build(
 //!     "allowed",
-//!     &["Docker.io", "ghcr.io/acme", "localhost:5000"].into(),
+//!     ["Docker.io", "ghcr.io/acme", "localhost:5000"].into(),
 //!     &["internal\\.registry\\.[a-z]+\\.tld".into()],
 //!     &[],
 //! )
@@ -122,6 +122,19 @@ impl fmt::Display for RegistryEntry {
     }
 }
 
+/// Whether a valid entry is already in normal form: its host has no upper case and is not a
+/// Docker Hub alias.
+fn is_normal(raw: &str) -> bool {
+    let host = raw.split_once('/').map_or(raw, |(host, _)| host);
+    !host.bytes().any(|b| b.is_ascii_uppercase()) && !is_docker_alias(host)
+}
+
+fn is_docker_alias(host: &str) -> bool {
+    ["index.docker.io", "registry-1.docker.io"]
+        .iter()
+        .any(|alias| alias.eq_ignore_ascii_case(host))
+}
+
 /// The `host/repository` prefixes of an image at which a prefix entry may match, shortest
 /// first: `ghcr.io/acme`, `ghcr.io/acme/app` for `ghcr.io/acme/app`.
 fn prefixes(image: &ImageRef) -> impl Iterator<Item = String> + '_ {
@@ -136,14 +149,10 @@ fn prefixes(image: &ImageRef) -> impl Iterator<Item = String> + '_ {
 /// `allowed…` or `denied…` group of settings.
 #[derive(Clone, Debug, Default)]
 pub struct RegistryList {
-    /// Every entry, normalised, in settings order (messages).
+    /// Every entry, normalised, in settings order. A host entry has no `/` and a prefix
+    /// entry has one, so looking up a host finds only host entries and looking up
+    /// `host/path` only prefix entries: one list serves both.
     entries: NameList,
-    /// The host-only entries, and the settings index of each.
-    hosts: NameList,
-    host_at: Vec<usize>,
-    /// The prefix entries, as `host/path`, and the settings index of each.
-    paths: NameList,
-    path_at: Vec<usize>,
     host_regexes: Vec<FullMatch>,
     repository_regexes: Vec<FullMatch>,
 }
@@ -166,7 +175,7 @@ impl RegistryList {
     /// refused.
     pub fn build(
         path: &str,
-        entries: &NameList,
+        entries: NameList,
         host_regexes: &[String],
         repository_regexes: &[String],
     ) -> Result<Self, SettingsError> {
@@ -176,9 +185,14 @@ impl RegistryList {
             ..Default::default()
         };
         if crate::settings::is_reread() {
-            // validated when the policy was loaded: normalised without re-checking
-            for raw in entries.iter() {
-                list.push_valid(raw);
+            // Validated when the policy was loaded: normalised without re-checking, and
+            // kept as decoded when (as usual) nothing needs normalising.
+            if entries.iter().all(is_normal) {
+                list.entries = entries;
+            } else {
+                for raw in entries.iter() {
+                    list.push_valid(raw);
+                }
             }
             return Ok(list);
         }
@@ -199,46 +213,29 @@ impl RegistryList {
 
     /// Appends a parsed entry.
     pub fn push(&mut self, entry: &RegistryEntry) {
-        self.push_normalised(&entry.to_string(), entry.path.is_some());
+        self.entries.push(&entry.to_string());
     }
 
     /// Appends an entry already known to be valid, normalised as [`RegistryEntry::parse`]
-    /// would (host lower-cased, Docker Hub aliases read as `docker.io`) without checking it
-    /// again: one copy of the text, no parse (`docs/semantics.md#cost`).
+    /// would without checking it again (`docs/semantics.md#cost`).
     fn push_valid(&mut self, raw: &str) {
+        if is_normal(raw) {
+            self.entries.push(raw);
+            return;
+        }
         let (host, path) = match raw.split_once('/') {
             Some((host, path)) => (host, Some(path)),
             None => (raw, None),
         };
-        let docker = ["index.docker.io", "registry-1.docker.io"]
-            .iter()
-            .any(|alias| alias.eq_ignore_ascii_case(host));
-        if !docker && !host.bytes().any(|b| b.is_ascii_uppercase()) {
-            self.push_normalised(raw, path.is_some());
-            return;
-        }
-        let host = if docker {
+        let host = if is_docker_alias(host) {
             crate::image::DOCKER_HUB.to_owned()
         } else {
             host.to_ascii_lowercase()
         };
-        let text = match path {
-            Some(path) => format!("{host}/{path}"),
-            None => host,
-        };
-        self.push_normalised(&text, path.is_some());
-    }
-
-    fn push_normalised(&mut self, text: &str, prefix: bool) {
-        let i = self.entries.len();
-        if prefix {
-            self.paths.push(text);
-            self.path_at.push(i);
-        } else {
-            self.hosts.push(text);
-            self.host_at.push(i);
+        match path {
+            Some(path) => self.entries.push(&format!("{host}/{path}")),
+            None => self.entries.push(&host),
         }
-        self.entries.push(text);
     }
 
     /// Whether the list has neither entries nor regexes (matches nothing).
@@ -273,22 +270,13 @@ impl RegistryList {
 
     /// The index (in settings order) of the first entry matching `image`.
     pub fn entry_match(&self, image: &ImageRef) -> Option<usize> {
-        let mut best = if self.hosts.is_empty() {
-            None
-        } else {
-            self.hosts
-                .position(&image.registry)
-                .and_then(|p| self.host_at.get(p).copied())
-        };
-        if !self.paths.is_empty() {
-            for prefix in prefixes(image) {
-                if let Some(i) = self
-                    .paths
-                    .position(&prefix)
-                    .and_then(|p| self.path_at.get(p).copied())
-                {
-                    best = Some(best.map_or(i, |b: usize| b.min(i)));
-                }
+        if self.entries.is_empty() {
+            return None;
+        }
+        let mut best = self.entries.position(&image.registry);
+        for prefix in prefixes(image) {
+            if let Some(i) = self.entries.position(&prefix) {
+                best = Some(best.map_or(i, |b: usize| b.min(i)));
             }
         }
         best
@@ -334,7 +322,7 @@ mod tests {
 
     fn list(entries: &[&str]) -> RegistryList {
         let names: NameList = entries.iter().copied().collect();
-        RegistryList::build("allowed", &names, &[], &[]).unwrap()
+        RegistryList::build("allowed", names, &[], &[]).unwrap()
     }
 
     fn img(s: &str) -> ImageRef {
@@ -430,7 +418,7 @@ mod tests {
     fn regexes_match_whole_hosts_and_names() {
         let l = RegistryList::build(
             "allowed",
-            &NameList::new(),
+            NameList::new(),
             &["internal.registry.io".into()],
             &["quay\\.io/acme/.*".into()],
         )
@@ -449,7 +437,7 @@ mod tests {
             l.to_string(),
             "[], regex [internal.registry.io], repository regex [quay\\.io/acme/.*]"
         );
-        let e = RegistryList::build("denied", &NameList::new(), &["(".into()], &[]).unwrap_err();
+        let e = RegistryList::build("denied", NameList::new(), &["(".into()], &[]).unwrap_err();
         assert!(
             e.to_string().starts_with("deniedRegex[0]: invalid regex"),
             "{e}"
@@ -458,18 +446,13 @@ mod tests {
 
     #[test]
     fn duplicates_after_normalisation_are_refused() {
-        let e = RegistryList::build(
-            "allowed",
-            &["docker.io", "Index.Docker.io"].into(),
-            &[],
-            &[],
-        )
-        .unwrap_err();
+        let e = RegistryList::build("allowed", ["docker.io", "Index.Docker.io"].into(), &[], &[])
+            .unwrap_err();
         assert_eq!(
             e.to_string(),
             "allowed[1]: docker.io is listed twice (entries are compared after normalisation)"
         );
-        let e = RegistryList::build("allowed", &["quay.io", "https://x.io"].into(), &[], &[])
+        let e = RegistryList::build("allowed", ["quay.io", "https://x.io"].into(), &[], &[])
             .unwrap_err();
         assert!(
             e.to_string()
@@ -487,9 +470,9 @@ mod tests {
             "LOCALHOST:5000",
         ]
         .into();
-        let checked = RegistryList::build("allowed", &raw, &[], &[]).unwrap();
+        let checked = RegistryList::build("allowed", raw.clone(), &[], &[]).unwrap();
         let reread =
-            crate::settings::reread(|| RegistryList::build("allowed", &raw, &[], &[])).unwrap();
+            crate::settings::reread(|| RegistryList::build("allowed", raw, &[], &[])).unwrap();
         assert_eq!(checked.to_string(), reread.to_string());
         assert_eq!(
             reread.to_string(),
@@ -503,7 +486,7 @@ mod tests {
         let entries: Vec<String> = (0..10_000)
             .map(|i| format!("registry-{i}.example.com"))
             .collect();
-        let l = RegistryList::build("allowed", &entries.into(), &[], &[]).unwrap();
+        let l = RegistryList::build("allowed", entries.into(), &[], &[]).unwrap();
         for i in 0..100 {
             let image = img(&format!("registry-{}.example.com/app:1", i * 97));
             assert_eq!(l.entry_match(&image), Some(i * 97));

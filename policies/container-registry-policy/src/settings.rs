@@ -190,7 +190,7 @@ impl TryFrom<RawSettings> for Settings {
         let allowed = if allow_list {
             Some(RegistryList::build(
                 "allowed",
-                &raw.allowed.unwrap_or_default(),
+                raw.allowed.unwrap_or_default(),
                 &strings(raw.allowed_regex),
                 &strings(raw.allowed_repository_regex),
             )?)
@@ -199,7 +199,7 @@ impl TryFrom<RawSettings> for Settings {
         };
         let denied = RegistryList::build(
             "denied",
-            &raw.denied.unwrap_or_default(),
+            raw.denied.unwrap_or_default(),
             &strings(raw.denied_regex),
             &strings(raw.denied_repository_regex),
         )?;
