@@ -126,12 +126,17 @@ pub fn pulls<'a>(spec: &At<'a>) -> Result<Vec<Pull<'a>>, PolicyError> {
     Ok(out)
 }
 
+/// What identifies a pull across an UPDATE: its list (or image volume) and name.
+type PullKey<'a> = (Puller, Option<&'a str>);
+/// What an UPDATE may change of a pull: its image and written pull policy.
+type PullValue<'a> = (Option<&'a str>, Option<&'a str>);
+
 /// The pulls of `new` that an UPDATE added or changed: those whose container (by list and
 /// name) or image volume (by name) is absent from `old_spec`, or whose image or written
 /// pull policy differs. One pass over each side (a map of the old ones).
 pub fn changed<'a>(old_spec: &At<'_>, new: Vec<Pull<'a>>) -> Result<Vec<Pull<'a>>, PolicyError> {
     let old = pulls(old_spec)?;
-    let before: HashMap<(Puller, Option<&str>), (Option<&str>, Option<&str>)> = old
+    let before: HashMap<PullKey<'_>, PullValue<'_>> = old
         .iter()
         .map(|p| ((p.source, p.name), (p.image, p.policy)))
         .collect();

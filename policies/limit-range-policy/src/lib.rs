@@ -126,8 +126,13 @@ mod tests {
 
     #[test]
     fn pods_are_mutated_with_the_settings_text() {
-        let pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "a"}]}});
-        let r = run(json!({"group": "", "version": "v1", "kind": "Pod"}), pod, seed());
+        let pod =
+            json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "a"}]}});
+        let r = run(
+            json!({"group": "", "version": "v1", "kind": "Pod"}),
+            pod,
+            seed(),
+        );
         assert!(r.accepted);
         let mutated = r.mutated_object.unwrap();
         assert_eq!(
@@ -139,19 +144,29 @@ mod tests {
     #[test]
     fn a_violation_rejects_without_mutation() {
         let pod = json!({"spec": {"containers": [{"name": "a"}, {"name": "b", "resources": {"limits": {"cpu": "2"}}}]}});
-        let r = run(json!({"group": "", "version": "v1", "kind": "Pod"}), pod, seed());
+        let r = run(
+            json!({"group": "", "version": "v1", "kind": "Pod"}),
+            pod,
+            seed(),
+        );
         assert_eq!(r.code, Some(403));
         assert!(r.mutated_object.is_none());
         assert_eq!(
             r.message.as_deref(),
-            Some("spec.containers[1].resources.limits.cpu: \"2\" exceeds the maximum 1 per Container")
+            Some(
+                "spec.containers[1].resources.limits.cpu: \"2\" exceeds the maximum 1 per Container"
+            )
         );
     }
 
     #[test]
     fn invalid_settings_are_a_500() {
         let pod = json!({"spec": {"containers": []}});
-        let r = run(json!({"group": "", "version": "v1", "kind": "Pod"}), pod, json!({"limits": []}));
+        let r = run(
+            json!({"group": "", "version": "v1", "kind": "Pod"}),
+            pod,
+            json!({"limits": []}),
+        );
         assert_eq!(r.code, Some(500));
     }
 }

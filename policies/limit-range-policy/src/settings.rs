@@ -29,7 +29,10 @@ mod tests {
 
     #[test]
     fn the_minimal_configuration_is_valid() {
-        assert!(Settings::parse(&json!({"limits": [{"type": "Container", "max": {"memory": "1Gi"}}]})).is_ok());
+        assert!(
+            Settings::parse(&json!({"limits": [{"type": "Container", "max": {"memory": "1Gi"}}]}))
+                .is_ok()
+        );
         let err = Settings::parse(&json!({})).unwrap_err().to_string();
         assert!(err.starts_with("missing: give limits"), "{err}");
     }

@@ -209,10 +209,7 @@ fn check_ratio(
     request: Option<&Quantity>,
     limit: Option<&Quantity>,
 ) {
-    let why = format!(
-        "the maximum limit/request ratio per {} is {ratio}",
-        r.per()
-    );
+    let why = format!("the maximum limit/request ratio per {} is {ratio}", r.per());
     let (req, lim) = match (request, limit) {
         (None, _) => return r.missing(Side::Request, why),
         (_, None) => return r.missing(Side::Limit, why),
@@ -278,7 +275,14 @@ mod tests {
             request: request.as_ref(),
             limit: limit.as_ref(),
         };
-        check(b, observed, Subject::Pod { spec: &spec }, "cpu", true, &mut v);
+        check(
+            b,
+            observed,
+            Subject::Pod { spec: &spec },
+            "cpu",
+            true,
+            &mut v,
+        );
         v.message()
     }
 

@@ -21,7 +21,11 @@ fn requests<'a>(spec: &At<'a>) -> Result<Option<At<'a>>, PolicyError> {
 }
 
 /// Judges one claim spec (a PersistentVolumeClaim's `spec`, or a claim template's).
-pub fn judge(spec: &At<'_>, ranges: &LimitRanges, verdict: &mut Verdict) -> Result<(), PolicyError> {
+pub fn judge(
+    spec: &At<'_>,
+    ranges: &LimitRanges,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
     if ranges.claim.is_empty() {
         return Ok(());
     }

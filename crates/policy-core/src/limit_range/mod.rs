@@ -140,7 +140,13 @@ mod tests {
         .unwrap()
     }
 
-    fn request(kind: Value, op: &str, object: Value, old: Value, sub: Option<&str>) -> AdmissionRequest {
+    fn request(
+        kind: Value,
+        op: &str,
+        object: Value,
+        old: Value,
+        sub: Option<&str>,
+    ) -> AdmissionRequest {
         serde_json::from_value(json!({"kind": kind, "operation": op, "object": object,
             "oldObject": old, "subResource": sub}))
         .unwrap()
@@ -180,7 +186,13 @@ mod tests {
         let big = json!({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "2"}, "requests": {"cpu": "2"}}}]}});
         let r = request(pod.clone(), "UPDATE", big.clone(), big.clone(), None);
         assert_eq!(message(&r), "");
-        let r = request(pod.clone(), "UPDATE", big.clone(), big.clone(), Some("status"));
+        let r = request(
+            pod.clone(),
+            "UPDATE",
+            big.clone(),
+            big.clone(),
+            Some("status"),
+        );
         assert_eq!(message(&r), "");
         let r = request(pod, "UPDATE", big.clone(), big, Some("resize"));
         assert!(message(&r).contains("\"2\" exceeds the maximum 1 per Container"));
@@ -211,6 +223,9 @@ mod tests {
             Value::Null,
             None,
         );
-        assert_eq!(message(&r), "error: limit-range-policy does not handle v1 Service");
+        assert_eq!(
+            message(&r),
+            "error: limit-range-policy does not handle v1 Service"
+        );
     }
 }

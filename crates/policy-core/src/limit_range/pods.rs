@@ -100,7 +100,10 @@ struct Totals {
 
 /// Reads resource `name` of the map `map` (`resources.limits`); a value that is no
 /// quantity, or a negative one, is malformed (400).
-pub(super) fn read_value(map: Option<&At<'_>>, name: &str) -> Result<Option<Quantity>, PolicyError> {
+pub(super) fn read_value(
+    map: Option<&At<'_>>,
+    name: &str,
+) -> Result<Option<Quantity>, PolicyError> {
     let Some(map) = map else { return Ok(None) };
     let Some(value) = map.object()?.get(name).filter(|v| !v.is_null()) else {
         return Ok(None);
@@ -112,8 +115,7 @@ pub(super) fn read_value(map: Option<&At<'_>>, name: &str) -> Result<Option<Quan
         true => map.path.field(name),
         false => map.path.key(name),
     };
-    let q = Quantity::from_json(value)
-        .map_err(|e| PolicyError::malformed(&path, e.to_string()))?;
+    let q = Quantity::from_json(value).map_err(|e| PolicyError::malformed(&path, e.to_string()))?;
     if q.is_negative() {
         return Err(PolicyError::malformed(
             &path,
@@ -157,7 +159,14 @@ pub fn judge(
             let subject = Subject::Pod {
                 spec: &view.spec.path,
             };
-            check(&resource.pod, observed, subject, &resource.name, true, verdict);
+            check(
+                &resource.pod,
+                observed,
+                subject,
+                &resource.name,
+                true,
+                verdict,
+            );
         }
     }
     Ok(())
@@ -219,7 +228,14 @@ fn container(
                 base: &base,
                 per: "Container",
             };
-            check(&resource.container, observed, subject, &resource.name, true, verdict);
+            check(
+                &resource.container,
+                observed,
+                subject,
+                &resource.name,
+                true,
+                verdict,
+            );
         }
         if !resource.pod.is_empty() {
             total.requests.add(role, request.as_ref());
@@ -380,7 +396,8 @@ mod tests {
             err.to_string(),
             "spec.containers[0].resources.requests.memory: \"-1\" must not be negative"
         );
-        let pod = json!({"spec": {"containers": [{"name": "a", "resources": {"limits": ["cpu"]}}]}});
+        let pod =
+            json!({"spec": {"containers": [{"name": "a", "resources": {"limits": ["cpu"]}}]}});
         let view = PodView::read(&pod, PodKind::Pod).unwrap().unwrap();
         let err = judge(&view, &seed(), Stage::Create, &mut Verdict::accept()).unwrap_err();
         assert_eq!(
@@ -388,7 +405,11 @@ mod tests {
             "spec.containers[0].resources.limits: expected an object"
         );
         assert_eq!(
-            path_of("spec.containers[0].resources", Side::Limit, "example.com/gpu"),
+            path_of(
+                "spec.containers[0].resources",
+                Side::Limit,
+                "example.com/gpu"
+            ),
             "spec.containers[0].resources.limits[\"example.com/gpu\"]"
         );
     }
@@ -398,6 +419,9 @@ mod tests {
         let pod = json!({"spec": {"containers": [{"name": "a"}], "ephemeralContainers": [{"name": "debug"}]}});
         let (v, mutated) = run(pod, &seed(), Stage::Create);
         assert!(v.is_clean());
-        assert_eq!(mutated["spec"]["ephemeralContainers"][0], json!({"name": "debug"}));
+        assert_eq!(
+            mutated["spec"]["ephemeralContainers"][0],
+            json!({"name": "debug"})
+        );
     }
 }

@@ -297,10 +297,7 @@ impl Placed {
 
 /// A Container item's defaults after Kubernetes LimitRange defaulting: a missing `default`
 /// from `max`; a missing `defaultRequest` from `default`, then from `min`.
-fn container_defaults(
-    item: &str,
-    raw: &RawItem,
-) -> (Vec<(String, Placed)>, Vec<(String, Placed)>) {
+fn container_defaults(item: &str, raw: &RawItem) -> (Vec<(String, Placed)>, Vec<(String, Placed)>) {
     let place = |list: &Option<ResourceList>, field: &str, origin: Origin| {
         list.iter()
             .flat_map(|l| l.0.iter())
@@ -444,7 +441,12 @@ fn not_above(
     match bound {
         Some(b) if value.value > b.value => Err(SettingsError::new(
             &value.at,
-            format!("{} exceeds {word} {}{}", value.shown(), b.shown(), located(b, of)),
+            format!(
+                "{} exceeds {word} {}{}",
+                value.shown(),
+                b.shown(),
+                located(b, of)
+            ),
         )),
         _ => Ok(()),
     }
@@ -455,7 +457,12 @@ fn not_below(value: &Placed, bound: Option<&Placed>, of: &str) -> Result<(), Set
     match bound {
         Some(b) if value.value < b.value => Err(SettingsError::new(
             &value.at,
-            format!("{} is below min {}{}", value.shown(), b.shown(), located(b, of)),
+            format!(
+                "{} is below min {}{}",
+                value.shown(),
+                b.shown(),
+                located(b, of)
+            ),
         )),
         _ => Ok(()),
     }
@@ -535,7 +542,11 @@ impl Tightest {
         };
         keep(&mut self.min, read(&raw.min, "min"), true);
         keep(&mut self.max, read(&raw.max, "max"), false);
-        keep(&mut self.ratio, read(&raw.max_limit_request_ratio, "maxLimitRequestRatio"), false);
+        keep(
+            &mut self.ratio,
+            read(&raw.max_limit_request_ratio, "maxLimitRequestRatio"),
+            false,
+        );
     }
 
     /// `min ≤ max` across items; the error names the later of the two.
@@ -555,11 +566,17 @@ impl Tightest {
     /// LimitRange: a larger ratio could never bind).
     fn ratio_fits(&self) -> Result<(), SettingsError> {
         if let (Some(min), Some(max), Some(ratio)) = (&self.min, &self.max, &self.ratio)
-            && max.value.ratio_cmp(&min.value, &ratio.value).is_some_and(|o| o.is_lt())
+            && max
+                .value
+                .ratio_cmp(&min.value, &ratio.value)
+                .is_some_and(|o| o.is_lt())
         {
             return Err(SettingsError::new(
                 &ratio.at,
-                format!("{} exceeds max/min = {}/{}", ratio.value, max.value, min.value),
+                format!(
+                    "{} exceeds max/min = {}/{}",
+                    ratio.value, max.value, min.value
+                ),
             ));
         }
         Ok(())
@@ -766,8 +783,14 @@ mod tests {
         assert_eq!(shown(&get("cpu").default).as_deref(), Some("1"));
         assert_eq!(shown(&get("cpu").default_request).as_deref(), Some("1"));
         assert_eq!(shown(&get("memory").default), None);
-        assert_eq!(shown(&get("memory").default_request).as_deref(), Some("5Mi"));
-        assert_eq!(shown(&get("ephemeral-storage").default_request).as_deref(), Some("1Gi"));
+        assert_eq!(
+            shown(&get("memory").default_request).as_deref(),
+            Some("5Mi")
+        );
+        assert_eq!(
+            shown(&get("ephemeral-storage").default_request).as_deref(),
+            Some("1Gi")
+        );
     }
 
     #[test]
@@ -836,7 +859,9 @@ mod tests {
         assert!(err.starts_with(message), "{err}");
         // the same text decoded from JSON gives the same refusal
         let text = raw.to_string();
-        let again = LimitRanges::parse(Raw::Json(&text)).unwrap_err().to_string();
+        let again = LimitRanges::parse(Raw::Json(&text))
+            .unwrap_err()
+            .to_string();
         assert_eq!(err, again);
     }
 
