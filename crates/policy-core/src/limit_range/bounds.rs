@@ -31,12 +31,12 @@ impl Side {
 
 /// What is judged, for messages: a container's (or claim's) own values at their paths, or
 /// the Pod's totals at the pod spec.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub(super) enum Subject<'a> {
-    /// A container or claim: `base` is its `resources` path.
+    /// A container or claim: `base` gives its `resources` path (built only for a message).
     Object {
         /// `spec.containers[0].resources`.
-        base: &'a FieldPath,
+        base: &'a dyn Fn() -> FieldPath,
         /// `Container` or `PersistentVolumeClaim`.
         per: &'static str,
     },
@@ -89,7 +89,7 @@ impl Report<'_, '_> {
 
     fn path(&self, side: Side) -> FieldPath {
         match self.subject {
-            Subject::Object { base, .. } => value_path(base, side, self.name),
+            Subject::Object { base, .. } => value_path(&base(), side, self.name),
             Subject::Pod { spec } => spec.clone(),
         }
     }
@@ -259,6 +259,7 @@ mod tests {
             request: request.as_ref(),
             limit: limit.as_ref(),
         };
+        let base = || base.clone();
         let subject = Subject::Object {
             base: &base,
             per: "Container",
@@ -381,6 +382,7 @@ mod tests {
                 request: request.as_ref(),
                 limit: None,
             };
+            let base = || base.clone();
             let subject = Subject::Object {
                 base: &base,
                 per: "PersistentVolumeClaim",

@@ -30,8 +30,10 @@ pub fn judge(
         return Ok(());
     }
     let requests = requests(spec)?;
-    let request = super::pods::read_value(requests.as_ref(), STORAGE)?;
-    let base = spec.path.field("resources");
+    let requests_path = || spec.path.field("resources").field("requests");
+    let map = requests.as_ref().map(|r| r.object()).transpose()?;
+    let request = super::pods::read_value(map, STORAGE, &requests_path)?;
+    let base = || spec.path.field("resources");
     let observed = Observed {
         request: request.as_ref(),
         limit: None,

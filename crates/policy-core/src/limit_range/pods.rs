@@ -2,11 +2,11 @@
 //! created, simulated in templates, left out on resize; Container bounds per init and
 //! regular container; Pod bounds on the effective totals.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::PolicyError;
-use crate::json::At;
 use crate::mutation::Step;
+use crate::path::FieldPath;
 use crate::pod::{ContainerList, PodView};
 use crate::quantity::Quantity;
 use crate::verdict::Verdict;
@@ -98,31 +98,76 @@ struct Totals {
     limits: Total,
 }
 
-/// Reads resource `name` of the map `map` (`resources.limits`); a value that is no
-/// quantity, or a negative one, is malformed (400).
+/// Reads resource `name` of the map `map` (`resources.limits`, whose path `at` gives); a
+/// value that is no quantity, or a negative one, is malformed (400). Paths are built only
+/// for a refusal: a 1 MiB Pod has thousands of containers.
 pub(super) fn read_value(
-    map: Option<&At<'_>>,
+    map: Option<&Map<String, Value>>,
     name: &str,
+    at: &dyn Fn() -> FieldPath,
 ) -> Result<Option<Quantity>, PolicyError> {
-    let Some(map) = map else { return Ok(None) };
-    let Some(value) = map.object()?.get(name).filter(|v| !v.is_null()) else {
+    let Some(value) = map.and_then(|m| m.get(name)).filter(|v| !v.is_null()) else {
         return Ok(None);
     };
-    let path = match name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        true => map.path.field(name),
-        false => map.path.key(name),
-    };
-    let q = Quantity::from_json(value).map_err(|e| PolicyError::malformed(&path, e.to_string()))?;
+    let path = || value_path_of(&at(), name);
+    let q =
+        Quantity::from_json(value).map_err(|e| PolicyError::malformed(&path(), e.to_string()))?;
     if q.is_negative() {
         return Err(PolicyError::malformed(
-            &path,
+            &path(),
             format!("{:?} must not be negative", q.to_string()),
         ));
     }
     Ok(Some(q))
+}
+
+/// `map.name`, or `map["name"]` for names with other characters.
+fn value_path_of(map: &FieldPath, name: &str) -> FieldPath {
+    match name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        true => map.field(name),
+        false => map.key(name),
+    }
+}
+
+/// Object field `name` of `map` (`None` when absent or `null`); another type is malformed at
+/// the path `at` gives plus `name`.
+fn object_field<'a>(
+    map: &'a Map<String, Value>,
+    name: &str,
+    at: &dyn Fn() -> FieldPath,
+) -> Result<Option<&'a Map<String, Value>>, PolicyError> {
+    match map.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(_) => Err(PolicyError::malformed(
+            &at().field(name),
+            "expected an object",
+        )),
+    }
+}
+
+/// The role of a container of `list`: an init container with `restartPolicy: Always` is a
+/// sidecar.
+fn role(
+    list: ContainerList,
+    container: &Map<String, Value>,
+    at: &dyn Fn() -> FieldPath,
+) -> Result<Role, PolicyError> {
+    if list != ContainerList::Init {
+        return Ok(Role::Regular);
+    }
+    match container.get("restartPolicy") {
+        None | Some(Value::Null) => Ok(Role::Init),
+        Some(Value::String(p)) if p == "Always" => Ok(Role::Sidecar),
+        Some(Value::String(_)) => Ok(Role::Init),
+        Some(_) => Err(PolicyError::malformed(
+            &at().field("restartPolicy"),
+            "expected a string",
+        )),
+    }
 }
 
 /// Judges the pod spec of `view` (README rules 1–3, 5); defaults of a Pod being created
@@ -134,17 +179,23 @@ pub fn judge(
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
     let mut totals: Vec<Totals> = vec![Totals::default(); ranges.resources.len()];
+    let spec = &view.spec.path;
     for list in [ContainerList::Init, ContainerList::Regular] {
-        for (index, node) in view.spec.get_list(list.field())?.into_iter().enumerate() {
-            let role = match list {
-                ContainerList::Init if node.get_str("restartPolicy")? == Some("Always") => {
-                    Role::Sidecar
-                }
-                ContainerList::Init => Role::Init,
-                _ => Role::Regular,
-            };
-            let at = ContainerAt { list, index, node };
-            container(&at, ranges, stage, role, &mut totals, verdict)?;
+        let Some(items) = view.spec.get(list.field())? else {
+            continue;
+        };
+        let items = items
+            .value
+            .as_array()
+            .ok_or_else(|| PolicyError::malformed(&items.path, "expected a list"))?;
+        for (index, value) in items.iter().enumerate() {
+            let c = ContainerAt { list, index, spec };
+            let at = || c.path();
+            let map = value
+                .as_object()
+                .ok_or_else(|| PolicyError::malformed(&at(), "expected an object"))?;
+            let role = role(list, map, &at)?;
+            container(&c, map, ranges, stage, role, &mut totals, verdict)?;
         }
     }
     if ranges.bounds_pods() {
@@ -156,9 +207,7 @@ pub fn judge(
                 request: t.requests.value(),
                 limit: t.limits.value(),
             };
-            let subject = Subject::Pod {
-                spec: &view.spec.path,
-            };
+            let subject = Subject::Pod { spec };
             check(
                 &resource.pod,
                 observed,
@@ -172,14 +221,19 @@ pub fn judge(
     Ok(())
 }
 
-/// A container with where it is.
+/// A container by where it is (its path is built only when needed).
 struct ContainerAt<'a> {
     list: ContainerList,
     index: usize,
-    node: At<'a>,
+    spec: &'a FieldPath,
 }
 
 impl ContainerAt<'_> {
+    /// `spec.containers[2]`.
+    fn path(&self) -> FieldPath {
+        self.spec.field(self.list.field()).index(self.index)
+    }
+
     /// The steps to `spec.<list>[index].resources.<map>` in a Pod.
     fn steps(&self, map: &'static str) -> Vec<Step> {
         vec![
@@ -196,21 +250,27 @@ impl ContainerAt<'_> {
 /// says, judged by the Container bounds and added to the Pod totals.
 fn container(
     c: &ContainerAt<'_>,
+    node: &Map<String, Value>,
     ranges: &LimitRanges,
     stage: Stage,
     role: Role,
     totals: &mut [Totals],
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
-    let resources = c.node.get_object("resources")?;
-    let (limits, requests) = match &resources {
-        Some(r) => (r.get_object("limits")?, r.get_object("requests")?),
+    let base = || c.path().field("resources");
+    let resources = object_field(node, "resources", &|| c.path())?;
+    let (limits, requests) = match resources {
+        Some(r) => (
+            object_field(r, "limits", &base)?,
+            object_field(r, "requests", &base)?,
+        ),
         None => (None, None),
     };
-    let base = c.node.path.field("resources");
+    let limits_at = || base().field("limits");
+    let requests_at = || base().field("requests");
     for (resource, total) in ranges.resources.iter().zip(totals.iter_mut()) {
-        let mut limit = read_value(limits.as_ref(), &resource.name)?;
-        let mut request = read_value(requests.as_ref(), &resource.name)?;
+        let mut limit = read_value(limits, &resource.name, &limits_at)?;
+        let mut request = read_value(requests, &resource.name, &requests_at)?;
         if stage == Stage::Template && request.is_none() {
             // The API server copies limits into missing requests of Pods, not of templates.
             request = limit.clone();

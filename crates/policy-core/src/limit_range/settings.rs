@@ -26,7 +26,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::error::SettingsError;
 use crate::quantity::Quantity;
-use crate::settings::{ExactName, Raw, exact_name};
+use crate::settings::{ExactName, Raw, exact_name, is_reread};
 
 /// The type of a LimitRange item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,14 +90,34 @@ impl<'de> Deserialize<'de> for ResourceList {
                     out.push((name, quantity));
                 }
                 // A name given twice: the last one counts, as in any JSON object.
-                let mut seen = HashSet::new();
-                out.reverse();
-                out.retain(|(n, _)| seen.insert(n.clone()));
-                out.reverse();
+                dedupe_last_wins(&mut out);
                 Ok(ResourceList(out))
             }
         }
         deserializer.deserialize_map(ListVisitor)
+    }
+}
+
+/// Keeps the last entry of each name, in order (a few names are compared with each other,
+/// more through a set).
+fn dedupe_last_wins(list: &mut Vec<(String, Quantity)>) {
+    const FEW: usize = 8;
+    let repeated = match list.len() {
+        0 | 1 => false,
+        n if n <= FEW => list
+            .iter()
+            .enumerate()
+            .any(|(i, (a, _))| list.iter().skip(i + 1).any(|(b, _)| a == b)),
+        _ => {
+            let mut seen = HashSet::with_capacity(list.len());
+            !list.iter().all(|(n, _)| seen.insert(n.as_str()))
+        }
+    };
+    if repeated {
+        let mut seen = HashSet::new();
+        list.reverse();
+        list.retain(|(n, _)| seen.insert(n.clone()));
+        list.reverse();
     }
 }
 
@@ -228,8 +248,14 @@ impl TryFrom<RawSettings> for LimitRanges {
         let mut builder = Builder::default();
         for (prefix, items) in ranges {
             non_empty(&prefix, items.len())?;
+            let reread = is_reread();
             for (j, item) in items.into_iter().enumerate() {
-                builder.add(&format!("{prefix}[{j}]"), item)?;
+                // Paths only name refusals, which a re-read cannot give.
+                let path = match reread {
+                    true => String::new(),
+                    false => format!("{prefix}[{j}]"),
+                };
+                builder.add(&path, item)?;
             }
         }
         builder.finish()
@@ -250,6 +276,10 @@ fn non_empty(path: &str, len: usize) -> Result<(), SettingsError> {
 /// The settings path of resource `name` in field `field` of the item at `item`
 /// (`limits[0].max.cpu`, `limits[0].max["example.com/gpu"]`).
 pub(super) fn resource_path(item: &str, field: &str, name: &str) -> String {
+    if item.is_empty() {
+        // settings re-read by `validate`: nothing can be refused, no path is needed
+        return String::new();
+    }
     if name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
@@ -295,9 +325,12 @@ impl Placed {
     }
 }
 
+/// Values of resources, in settings order.
+type Placements = Vec<(String, Placed)>;
+
 /// A Container item's defaults after Kubernetes LimitRange defaulting: a missing `default`
 /// from `max`; a missing `defaultRequest` from `default`, then from `min`.
-fn container_defaults(item: &str, raw: &RawItem) -> (Vec<(String, Placed)>, Vec<(String, Placed)>) {
+fn container_defaults(item: &str, raw: &RawItem) -> (Placements, Placements) {
     let place = |list: &Option<ResourceList>, field: &str, origin: Origin| {
         list.iter()
             .flat_map(|l| l.0.iter())
@@ -523,28 +556,29 @@ struct Tightest {
 impl Tightest {
     /// Tightens with the item at `item`'s min, max and ratio of `name`.
     fn tighten(&mut self, item: &str, raw: &RawItem, name: &str) {
-        let read = |list: &Option<ResourceList>, field: &str| {
-            list.as_ref().and_then(|l| l.get(name)).map(|q| Placed {
-                value: q.clone(),
-                at: resource_path(item, field, name),
-                origin: Origin::Written,
-            })
-        };
-        let keep = |slot: &mut Option<Placed>, new: Option<Placed>, larger: bool| {
-            if let Some(new) = new {
+        // Copied only when tighter: most items of many LimitRanges do not bind.
+        let keep =
+            |slot: &mut Option<Placed>, list: &Option<ResourceList>, field: &str, larger: bool| {
+                let Some(new) = list.as_ref().and_then(|l| l.get(name)) else {
+                    return;
+                };
                 let tighter = slot
                     .as_ref()
-                    .is_none_or(|old| (new.value > old.value) == larger && new.value != old.value);
+                    .is_none_or(|old| (*new > old.value) == larger && *new != old.value);
                 if tighter {
-                    *slot = Some(new);
+                    *slot = Some(Placed {
+                        value: new.clone(),
+                        at: resource_path(item, field, name),
+                        origin: Origin::Written,
+                    });
                 }
-            }
-        };
-        keep(&mut self.min, read(&raw.min, "min"), true);
-        keep(&mut self.max, read(&raw.max, "max"), false);
+            };
+        keep(&mut self.min, &raw.min, "min", true);
+        keep(&mut self.max, &raw.max, "max", false);
         keep(
             &mut self.ratio,
-            read(&raw.max_limit_request_ratio, "maxLimitRequestRatio"),
+            &raw.max_limit_request_ratio,
+            "maxLimitRequestRatio",
             false,
         );
     }
@@ -595,6 +629,8 @@ impl Tightest {
 /// Merges items by type, in settings order.
 #[derive(Debug, Default)]
 struct Builder {
+    /// Whether the checks run (not when `validate` re-reads the settings).
+    checked: bool,
     names: HashMap<String, usize>,
     resources: Vec<(String, Acc)>,
     claim: Tightest,
@@ -617,11 +653,15 @@ impl Builder {
 
     /// Validates the item at `item` and merges it.
     fn add(&mut self, item: &str, raw: RawItem) -> Result<(), SettingsError> {
-        check_item(item, &raw)?;
-        let names: Vec<String> = [&raw.min, &raw.max, &raw.max_limit_request_ratio]
+        // Re-read by `validate`: the checks ran when the policy was loaded and cannot fail.
+        self.checked = !is_reread();
+        if self.checked {
+            check_item(item, &raw)?;
+        }
+        let names: Vec<&str> = [&raw.min, &raw.max, &raw.max_limit_request_ratio]
             .into_iter()
             .flatten()
-            .flat_map(|l| l.0.iter().map(|(n, _)| n.clone()))
+            .flat_map(|l| l.0.iter().map(|(n, _)| n.as_str()))
             .collect();
         match raw.item_type {
             ItemType::PersistentVolumeClaim => {
@@ -629,21 +669,21 @@ impl Builder {
                 self.claim.consistent()
             }
             ItemType::Pod => {
-                for name in &names {
+                for name in names.iter().filter(|_| self.checked) {
                     let mut own = Tightest::default();
                     own.tighten(item, &raw, name);
                     own.consistent()?;
                     own.ratio_fits()?;
                 }
                 for name in names {
-                    if let Some(acc) = self.acc(&name) {
-                        acc.pod.tighten(item, &raw, &name);
+                    if let Some(acc) = self.acc(name) {
+                        acc.pod.tighten(item, &raw, name);
                         acc.pod.consistent()?;
                     }
                 }
                 Ok(())
             }
-            ItemType::Container => self.add_container(item, &raw, names),
+            ItemType::Container => self.add_container(item, &raw, &names),
         }
     }
 
@@ -653,41 +693,67 @@ impl Builder {
         &mut self,
         item: &str,
         raw: &RawItem,
-        names: Vec<String>,
+        names: &[&str],
     ) -> Result<(), SettingsError> {
-        for name in &names {
-            let mut own = Tightest::default();
-            own.tighten(item, raw, name);
-            own.consistent()?;
-            own.ratio_fits()?;
-        }
-        let (defaults, requests) = container_defaults(item, raw);
-        let lookup = |list: &Option<ResourceList>, field: &str, name: &str| {
-            list.as_ref().and_then(|l| l.get(name)).map(|q| Placed {
-                value: q.clone(),
-                at: resource_path(item, field, name),
-                origin: Origin::Written,
-            })
-        };
-        for (name, d) in &defaults {
-            not_above(d, lookup(&raw.max, "max", name).as_ref(), "max", "")?;
-            not_below(d, lookup(&raw.min, "min", name).as_ref(), "")?;
-        }
-        for (name, r) in &requests {
-            not_below(r, lookup(&raw.min, "min", name).as_ref(), "")?;
-            not_above(r, lookup(&raw.max, "max", name).as_ref(), "max", "")?;
-            let default = defaults.iter().find(|(n, _)| n == name).map(|(_, p)| p);
-            not_above(r, default, "default", "")?;
-            let ratio = lookup(&raw.max_limit_request_ratio, "maxLimitRequestRatio", name);
-            if let (Some(d), Some(ratio)) = (default, ratio) {
-                within_ratio(d, r, &ratio, "")?;
-            }
-        }
-        for name in &names {
+        for name in names {
             if let Some(acc) = self.acc(name) {
                 acc.container.tighten(item, raw, name);
             }
         }
+        if !self.checked {
+            self.merge_defaults_reread(raw);
+            return Ok(());
+        }
+        let (defaults, requests) = container_defaults(item, raw);
+        check_container(item, raw, names, &defaults, &requests)?;
+        self.merge_defaults(defaults, requests);
+        Ok(())
+    }
+
+    /// [`Builder::merge_defaults`] when `validate` re-reads the settings: the same
+    /// defaulting (`default` from `max`; `defaultRequest` from `default`, then `min`), a value
+    /// copied only for a resource that has none yet.
+    fn merge_defaults_reread(&mut self, raw: &RawItem) {
+        fn entries(l: &Option<ResourceList>) -> impl Iterator<Item = &(String, Quantity)> {
+            l.iter().flat_map(|l| l.0.iter())
+        }
+        fn written<'a>(l: &'a Option<ResourceList>, n: &str) -> Option<&'a Quantity> {
+            l.as_ref().and_then(|l| l.get(n))
+        }
+        for (name, q) in entries(&raw.default).chain(entries(&raw.max)) {
+            let value = written(&raw.default, name).unwrap_or(q);
+            self.place_default(name, value, true);
+        }
+        let from_default = entries(&raw.default).chain(entries(&raw.max));
+        for (name, q) in entries(&raw.default_request)
+            .chain(from_default)
+            .chain(entries(&raw.min))
+        {
+            let default = written(&raw.default, name).or_else(|| written(&raw.max, name));
+            let value = written(&raw.default_request, name).or(default).unwrap_or(q);
+            self.place_default(name, value, false);
+        }
+    }
+
+    /// Sets the default limit (`limit`) or request of `name` unless one came before.
+    fn place_default(&mut self, name: &str, value: &Quantity, limit: bool) {
+        if let Some(acc) = self.acc(name) {
+            let slot = match limit {
+                true => &mut acc.default,
+                false => &mut acc.default_request,
+            };
+            if slot.is_none() {
+                *slot = Some(Placed {
+                    value: value.clone(),
+                    at: String::new(),
+                    origin: Origin::Written,
+                });
+            }
+        }
+    }
+
+    /// Merges a Container item's defaults where none came before.
+    fn merge_defaults(&mut self, defaults: Placements, requests: Placements) {
         for (name, d) in defaults {
             if let Some(acc) = self.acc(&name) {
                 acc.default.get_or_insert(d);
@@ -698,14 +764,56 @@ impl Builder {
                 acc.default_request.get_or_insert(r);
             }
         }
-        Ok(())
     }
+}
 
+/// A Container item on its own: `min ≤ max`, the ratio within `max/min`, its defaults
+/// within its bounds and ratio.
+fn check_container(
+    item: &str,
+    raw: &RawItem,
+    names: &[&str],
+    defaults: &Placements,
+    requests: &Placements,
+) -> Result<(), SettingsError> {
+    for name in names {
+        let mut own = Tightest::default();
+        own.tighten(item, raw, name);
+        own.consistent()?;
+        own.ratio_fits()?;
+    }
+    let lookup = |list: &Option<ResourceList>, field: &str, name: &str| {
+        list.as_ref().and_then(|l| l.get(name)).map(|q| Placed {
+            value: q.clone(),
+            at: resource_path(item, field, name),
+            origin: Origin::Written,
+        })
+    };
+    for (name, d) in defaults {
+        not_above(d, lookup(&raw.max, "max", name).as_ref(), "max", "")?;
+        not_below(d, lookup(&raw.min, "min", name).as_ref(), "")?;
+    }
+    for (name, r) in requests {
+        not_below(r, lookup(&raw.min, "min", name).as_ref(), "")?;
+        not_above(r, lookup(&raw.max, "max", name).as_ref(), "max", "")?;
+        let default = defaults.iter().find(|(n, _)| n == name).map(|(_, p)| p);
+        not_above(r, default, "default", "")?;
+        let ratio = lookup(&raw.max_limit_request_ratio, "maxLimitRequestRatio", name);
+        if let (Some(d), Some(ratio)) = (default, ratio) {
+            within_ratio(d, r, &ratio, "")?;
+        }
+    }
+    Ok(())
+}
+
+impl Builder {
     /// Checks across items, then the merged settings.
     fn finish(self) -> Result<LimitRanges, SettingsError> {
         let mut resources = Vec::with_capacity(self.resources.len());
         for (name, acc) in self.resources {
-            check_across(&acc)?;
+            if self.checked {
+                check_across(&acc)?;
+            }
             let q = |p: &Option<Placed>| p.as_ref().map(|p| p.value.clone());
             resources.push(Resource {
                 name,
@@ -863,6 +971,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(err, again);
+    }
+
+    #[rstest]
+    #[case(seed())]
+    #[case(json!({"items": [
+        {"limits": [{"type": "Container", "min": {"cpu": "10m", "memory": "1Mi"}, "defaultRequest": {"cpu": "100m"}}]},
+        {"limits": [{"type": "Container", "max": {"cpu": "2", "memory": "2Gi"}, "default": {"memory": "1Gi"}},
+                    {"type": "Pod", "max": {"cpu": "4"}, "maxLimitRequestRatio": {"cpu": "10"}}]},
+        {"limits": [{"type": "Container", "max": {"cpu": "3", "ephemeral-storage": "1Gi"}, "min": {"cpu": "50m"},
+                     "maxLimitRequestRatio": {"cpu": "20"}}]}
+    ]}))]
+    #[case(json!({"limits": [{"type": "Container", "min": {"memory": "5Mi"}, "max": {"cpu": "1"}, "default": {"example.com/gpu": "1"}}]}))]
+    fn a_reread_merges_like_a_validation(#[case] raw: Value) {
+        let full = LimitRanges::parse(&raw).unwrap();
+        let text = raw.to_string();
+        let reread = crate::settings::reread(|| LimitRanges::parse(Raw::Json(&text))).unwrap();
+        assert_eq!(full, reread);
+        let shown = |r: &LimitRanges| {
+            format!(
+                "{:?}",
+                r.resources
+                    .iter()
+                    .map(|r| (
+                        r.name.clone(),
+                        r.default.as_ref().map(ToString::to_string),
+                        r.default_request.as_ref().map(ToString::to_string)
+                    ))
+                    .collect::<Vec<_>>()
+            )
+        };
+        assert_eq!(shown(&full), shown(&reread));
     }
 
     #[test]
