@@ -160,13 +160,22 @@ mod tests {
     }
 
     #[test]
-    fn invalid_settings_are_a_500() {
+    fn settings_that_do_not_decode_are_a_500() {
+        // validated when the policy is loaded; re-read settings are only decoded
         let pod = json!({"spec": {"containers": []}});
-        let r = run(
-            json!({"group": "", "version": "v1", "kind": "Pod"}),
-            pod,
-            json!({"limits": []}),
-        );
-        assert_eq!(r.code, Some(500));
+        for settings in [
+            json!({"limits": [{"type": "Node", "max": {"cpu": "1"}}]}),
+            json!({"limits": [{"type": "Container", "max": {"cpu": "lots"}}]}),
+            json!({"limits": "all"}),
+            json!({"items": [{"limits": [{"type": "Pod", "max": {"cpu": "1"}}], "name": "x"}]}),
+        ] {
+            let r = run(
+                json!({"group": "", "version": "v1", "kind": "Pod"}),
+                pod.clone(),
+                settings.clone(),
+            );
+            assert_eq!(r.code, Some(500), "{settings}");
+            assert!(r.message.unwrap().starts_with("invalid settings: "));
+        }
     }
 }

@@ -25,6 +25,7 @@
 mod bounds;
 pub mod claims;
 pub mod pods;
+mod reread;
 pub mod settings;
 
 pub use pods::Stage;

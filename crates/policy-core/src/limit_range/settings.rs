@@ -147,14 +147,35 @@ pub struct RawLimitRange {
     limits: Vec<RawItem>,
 }
 
-/// The settings as written: exactly one of `limits` and `items`.
+/// The settings as written: exactly one of `limits` and `items`. When `validate` re-reads
+/// them they are merged while they are decoded (`super::reread`), without keeping the
+/// items.
+#[derive(Debug)]
+pub struct RawSettings(RawForm);
+
+#[derive(Debug)]
+enum RawForm {
+    Written(WrittenSettings),
+    Merged(LimitRanges),
+}
+
+/// The settings as written, item by item, for validation.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawSettings {
+struct WrittenSettings {
     #[serde(default)]
     limits: Option<Vec<RawItem>>,
     #[serde(default)]
     items: Option<Vec<RawLimitRange>>,
+}
+
+impl<'de> Deserialize<'de> for RawSettings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if is_reread() {
+            return super::reread::merge(deserializer).map(|r| RawSettings(RawForm::Merged(r)));
+        }
+        WrittenSettings::deserialize(deserializer).map(|w| RawSettings(RawForm::Written(w)))
+    }
 }
 
 /// The bounds of one resource for one item type, the tightest of every item of that type
@@ -222,6 +243,10 @@ impl TryFrom<RawSettings> for LimitRanges {
     type Error = SettingsError;
 
     fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
+        let raw = match raw.0 {
+            RawForm::Merged(ranges) => return Ok(ranges),
+            RawForm::Written(w) => w,
+        };
         let ranges: Vec<(String, Vec<RawItem>)> = match (raw.limits, raw.items) {
             (Some(_), Some(_)) => {
                 return Err(SettingsError::new(
@@ -292,7 +317,7 @@ pub(super) fn resource_path(item: &str, field: &str, name: &str) -> String {
 
 /// Where a defaulted value came from (Kubernetes LimitRange defaulting).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Origin {
+pub(super) enum Origin {
     Written,
     Max,
     Default,
@@ -312,10 +337,10 @@ impl fmt::Display for Origin {
 
 /// A value with the settings path it was read (or derived) at.
 #[derive(Clone, Debug)]
-struct Placed {
-    value: Quantity,
-    at: String,
-    origin: Origin,
+pub(super) struct Placed {
+    pub(super) value: Quantity,
+    pub(super) at: String,
+    pub(super) origin: Origin,
 }
 
 impl Placed {
@@ -538,19 +563,19 @@ fn within_ratio(
 
 /// What the items say about one resource, with where each tightest value is.
 #[derive(Clone, Debug, Default)]
-struct Acc {
-    container: Tightest,
-    pod: Tightest,
-    default: Option<Placed>,
-    default_request: Option<Placed>,
+pub(super) struct Acc {
+    pub(super) container: Tightest,
+    pub(super) pod: Tightest,
+    pub(super) default: Option<Placed>,
+    pub(super) default_request: Option<Placed>,
 }
 
 /// The tightest bounds of one resource and item type, with their paths.
 #[derive(Clone, Debug, Default)]
-struct Tightest {
-    min: Option<Placed>,
-    max: Option<Placed>,
-    ratio: Option<Placed>,
+pub(super) struct Tightest {
+    pub(super) min: Option<Placed>,
+    pub(super) max: Option<Placed>,
+    pub(super) ratio: Option<Placed>,
 }
 
 impl Tightest {
@@ -628,17 +653,17 @@ impl Tightest {
 
 /// Merges items by type, in settings order.
 #[derive(Debug, Default)]
-struct Builder {
+pub(super) struct Builder {
     /// Whether the checks run (not when `validate` re-reads the settings).
     checked: bool,
     names: HashMap<String, usize>,
     resources: Vec<(String, Acc)>,
-    claim: Tightest,
+    pub(super) claim: Tightest,
 }
 
 impl Builder {
     /// The entry of resource `name`, added at the end when new.
-    fn acc(&mut self, name: &str) -> Option<&mut Acc> {
+    pub(super) fn acc(&mut self, name: &str) -> Option<&mut Acc> {
         let i = match self.names.get(name) {
             Some(i) => *i,
             None => {
@@ -808,7 +833,7 @@ fn check_container(
 
 impl Builder {
     /// Checks across items, then the merged settings.
-    fn finish(self) -> Result<LimitRanges, SettingsError> {
+    pub(super) fn finish(self) -> Result<LimitRanges, SettingsError> {
         let mut resources = Vec::with_capacity(self.resources.len());
         for (name, acc) in self.resources {
             if self.checked {
