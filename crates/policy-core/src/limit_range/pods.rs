@@ -109,6 +109,12 @@ pub(super) fn read_value(
     let Some(value) = map.and_then(|m| m.get(name)).filter(|v| !v.is_null()) else {
         return Ok(None);
     };
+    // the canonical spellings are read without allocating (a 1 MiB Pod has thousands)
+    if let Value::String(text) = value
+        && let Some(q) = super::spelling::quantity(text)
+    {
+        return Ok(Some(q));
+    }
     let path = || value_path_of(&at(), name);
     let q =
         Quantity::from_json(value).map_err(|e| PolicyError::malformed(&path(), e.to_string()))?;

@@ -336,35 +336,9 @@ fn slice(text: &str, (start, end): (usize, usize)) -> &str {
     text.get(start..end).unwrap_or_default()
 }
 
-/// The nano units of the common spellings (`500m`, `2`, `10Gi`: digits and one suffix),
-/// computed without allocating; `None` for any other spelling, which
-/// [`Quantity::parse`] reads.
+/// The nano units of `text` without allocating for the canonical spellings.
 fn fast_nanos(text: &str) -> Option<i128> {
-    let digits_end = text
-        .bytes()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(text.len());
-    if digits_end == 0 || digits_end > 18 {
-        return None;
-    }
-    let (digits, suffix) = text.split_at(digits_end);
-    let n: i128 = digits.parse().ok()?;
-    let unit: i128 = 1_000_000_000;
-    let scale: i128 = match suffix {
-        "" => unit,
-        "m" => unit / 1_000,
-        "k" => unit * 1_000,
-        "M" => unit * 1_000_000,
-        "G" => unit * 1_000_000_000,
-        "T" => unit * 1_000_000_000_000,
-        "Ki" => unit << 10,
-        "Mi" => unit << 20,
-        "Gi" => unit << 30,
-        "Ti" => unit << 40,
-        "Pi" => unit << 50,
-        _ => return None,
-    };
-    n.checked_mul(scale)
+    super::spelling::nanos(text).map(|(n, _, _)| n)
 }
 
 impl Stream {
@@ -452,36 +426,4 @@ fn tighten(bounds: &mut Tightest, field: Field, nanos: i128, value: &str) -> Res
         *slot = Some(placed(value)?);
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The fast path reads exactly what `Quantity::parse` reads, or leaves it to it.
-        #[test]
-        fn fast_nanos_agrees_with_the_parser(
-            digits in "[0-9]{1,20}",
-            suffix in prop_oneof![Just(""), Just("m"), Just("k"), Just("M"), Just("G"), Just("T"),
-                Just("P"), Just("Ki"), Just("Mi"), Just("Gi"), Just("Ti"), Just("Pi"), Just("Ei"),
-                Just("e3"), Just(".5"), Just("u")],
-        ) {
-            let text = format!("{digits}{suffix}");
-            if let Some(n) = fast_nanos(&text) {
-                prop_assert_eq!(Some(n), Quantity::parse(&text).ok().map(|q| q.nanos()));
-            }
-        }
-    }
-
-    #[test]
-    fn fast_nanos_reads_the_common_spellings_only() {
-        assert_eq!(fast_nanos("500m"), Some(500_000_000));
-        assert_eq!(fast_nanos("2Gi"), Some(2 * (1 << 30) * 1_000_000_000));
-        assert_eq!(fast_nanos("1.5"), None);
-        assert_eq!(fast_nanos("-1"), None);
-        assert_eq!(fast_nanos("1e3"), None);
-        assert_eq!(fast_nanos(""), None);
-    }
 }

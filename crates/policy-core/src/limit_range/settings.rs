@@ -664,8 +664,14 @@ pub(super) struct Builder {
 impl Builder {
     /// The entry of resource `name`, added at the end when new.
     pub(super) fn acc(&mut self, name: &str) -> Option<&mut Acc> {
-        let i = match self.names.get(name) {
-            Some(i) => *i,
+        // a few resources (cpu, memory) are compared, more are looked up in the map
+        const FEW: usize = 8;
+        let found = match self.resources.len() <= FEW {
+            true => self.resources.iter().position(|(n, _)| n == name),
+            false => self.names.get(name).copied(),
+        };
+        let i = match found {
+            Some(i) => i,
             None => {
                 let i = self.resources.len();
                 self.names.insert(name.to_owned(), i);
