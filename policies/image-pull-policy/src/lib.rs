@@ -103,8 +103,10 @@ policy_core::export_policy!(ImagePullPolicy);
 policy_core::robustness_tests!(
     ImagePullPolicy,
     policy_core::testing::Robustness {
-        settings: serde_json::json!({"allowed": ["Always"]}),
+        // mutate and allowed together: Pods are mutated, changed images on Pod UPDATEs judged
+        settings: serde_json::json!({"mutate": "Always", "allowed": ["Always", "Never"]}),
         subresources: &["ephemeralcontainers"],
+        mutating: true,
         strings: &[
             "Always",
             "IfNotPresent",
