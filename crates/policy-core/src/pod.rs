@@ -130,26 +130,6 @@ impl<'a> PodView<'a> {
         }
         Ok(out)
     }
-
-    /// The pod spec's images: every container `image` and every image volume
-    /// `volumes[].image.reference`, with their paths. A container without an image is
-    /// skipped (the API server refuses it).
-    pub fn images(&self) -> Result<Vec<(FieldPath, &'a str)>, PolicyError> {
-        let mut out = Vec::new();
-        for c in self.containers()? {
-            if let Some(image) = c.node.get_str("image")? {
-                out.push((c.node.path.field("image"), image));
-            }
-        }
-        for v in self.spec.get_list("volumes")? {
-            if let Some(img) = v.get_object("image")?
-                && let Some(reference) = img.get_str("reference")?
-            {
-                out.push((img.path.field("reference"), reference));
-            }
-        }
-        Ok(out)
-    }
 }
 
 /// Which list a container belongs to.
@@ -310,11 +290,10 @@ mod tests {
             "volumes": [{"name": "v", "image": {"reference": "e"}}, {"name": "w", "emptyDir": {}}]
         }});
         let view = PodView::read(&obj, PodKind::Pod).unwrap().unwrap();
-        let images: Vec<String> = view
-            .images()
+        let images: Vec<String> = crate::pulls::pulls(&view.spec)
             .unwrap()
             .into_iter()
-            .map(|(p, i)| format!("{p}={i}"))
+            .map(|p| format!("{}={}", p.image_path, p.image.unwrap()))
             .collect();
         assert_eq!(
             images,

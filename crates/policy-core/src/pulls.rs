@@ -25,9 +25,9 @@ use crate::json::At;
 use crate::mutation::Step;
 use crate::path::FieldPath;
 use crate::pod::{ContainerList, PodKind, PodView};
-use crate::policy::unsupported_kind;
 use crate::pull_policy::{EffectivePullPolicy, effective_pull_policy};
 use crate::request::{AdmissionRequest, Operation};
+use crate::workload::{PodTarget, pod_target};
 
 /// What pulls an image: a container of one of the lists, or an image volume.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -65,28 +65,32 @@ impl<'a> Pull<'a> {
         effective_pull_policy(self.policy, self.image)
     }
 
+    /// The name of the pull-policy field (`imagePullPolicy`, or `pullPolicy` in an image
+    /// volume).
+    pub fn policy_field(&self) -> &'static str {
+        match self.source {
+            Puller::Container(_) => "imagePullPolicy",
+            Puller::ImageVolume => "pullPolicy",
+        }
+    }
+
     /// Where the pull policy lives in a Pod object, as mutation steps plus the key
     /// (`spec.containers[2]` + `imagePullPolicy`; `spec.volumes[5].image` + `pullPolicy`).
     pub fn policy_steps(&self) -> (Vec<Step>, &'static str) {
-        match self.source {
-            Puller::Container(list) => (
-                vec![
-                    Step::Key("spec"),
-                    Step::Key(list.field()),
-                    Step::Index(self.index),
-                ],
-                "imagePullPolicy",
-            ),
-            Puller::ImageVolume => (
-                vec![
-                    Step::Key("spec"),
-                    Step::Key("volumes"),
-                    Step::Index(self.index),
-                    Step::Key("image"),
-                ],
-                "pullPolicy",
-            ),
-        }
+        let steps = match self.source {
+            Puller::Container(list) => vec![
+                Step::Key("spec"),
+                Step::Key(list.field()),
+                Step::Index(self.index),
+            ],
+            Puller::ImageVolume => vec![
+                Step::Key("spec"),
+                Step::Key("volumes"),
+                Step::Index(self.index),
+                Step::Key("image"),
+            ],
+        };
+        (steps, self.policy_field())
     }
 }
 
@@ -167,33 +171,14 @@ pub fn pull_target<'a>(
     request: &'a AdmissionRequest,
     policy: &str,
 ) -> Result<Option<PullTarget<'a>>, PolicyError> {
-    let Some(kind) = PodKind::of_request(request) else {
-        return Err(unsupported_kind(policy, request));
-    };
-    let update = match request.operation {
-        Operation::Create => false,
-        Operation::Update => true,
-        Operation::Delete | Operation::Connect => return Ok(None),
-    };
-    let object = request.object()?;
-    let Some(view) = PodView::read(object.value, kind)? else {
+    let Some(view) = pod_target(request, policy, PodTarget::CreateAndUpdate)? else {
         return Ok(None);
     };
     let all = pulls(&view.spec)?;
-    if !update {
-        return Ok(Some(PullTarget {
-            view,
-            pulls: all,
-            pod_update: false,
-        }));
-    }
-    let old = request.old_object()?;
-    if !crate::pod::pod_spec_changed(old.value, object.value, kind) {
-        return Ok(None);
-    }
-    let pulls = if kind == PodKind::Pod {
-        match PodView::read(old.value, kind)? {
-            Some(old_view) => changed(&old_view.spec, all)?,
+    let pod_update = request.operation == Operation::Update && view.kind == PodKind::Pod;
+    let pulls = if pod_update {
+        match PodView::read(request.old_object()?.value, PodKind::Pod)? {
+            Some(old) => changed(&old.spec, all)?,
             None => all,
         }
     } else {
@@ -202,7 +187,7 @@ pub fn pull_target<'a>(
     Ok(Some(PullTarget {
         view,
         pulls,
-        pod_update: kind == PodKind::Pod,
+        pod_update,
     }))
 }
 

@@ -7,6 +7,7 @@ pub mod settings;
 use policy_core::cluster::Lookups;
 use policy_core::image::{ImageRef, fully_qualified};
 use policy_core::policy::Policy;
+use policy_core::pull_policy::default_for;
 use policy_core::pulls::{Pull, pull_target};
 use policy_core::request::AdmissionRequest;
 use policy_core::{PolicyError, Verdict};
@@ -83,12 +84,16 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
             ),
         );
     }
-    // Rule 6.
+    // Rule 6, on the effective pull policy: the written one, else the default for the
+    // image parsed above (not parsed again).
+    let (policy, defaulted) = match pull.policy {
+        Some(policy) => (policy, false),
+        None => (default_for(&image), true),
+    };
     if let Some(rule) = settings.pull_policies.rule_for(&image)
-        && let Some(effective) = pull.effective()
-        && !rule.allowed.allows(effective.policy)
+        && !rule.allowed.allows(policy)
     {
-        let defaulted = if effective.defaulted {
+        let defaulted = if defaulted {
             format!(" (the default for image {raw:?})")
         } else {
             String::new()
@@ -97,7 +102,7 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
             &pull.policy_path,
             format!(
                 "{:?} is not allowed for {}{defaulted}; allowed: {}",
-                effective.policy,
+                policy,
                 rule.describe(),
                 rule.allowed
             ),

@@ -70,11 +70,7 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
         let problem = match pull.image {
             Some(image) => format!(
                 "{image:?} is not a valid image reference, so its default pull policy is unknown; set {} to one of {}",
-                pull.policy_path
-                    .as_str()
-                    .rsplit('.')
-                    .next()
-                    .unwrap_or_default(),
+                pull.policy_field(),
                 settings.allowed
             ),
             None => "missing, and no pull policy is set".to_owned(),
