@@ -158,6 +158,17 @@ pub trait ExactName: Sized + Copy + 'static {
             .find(|(n, _)| *n == name)
             .map(|(_, value)| *value)
     }
+
+    /// The name of this value (`""` for a value [`ExactName::NAMES`] leaves out).
+    fn name(self) -> &'static str
+    where
+        Self: PartialEq,
+    {
+        Self::NAMES
+            .iter()
+            .find(|(_, value)| *value == self)
+            .map_or("", |(n, _)| *n)
+    }
 }
 
 /// Deserializes an [`ExactName`]; any other string is refused as `"x" is not one of A, B, C`.
@@ -171,6 +182,7 @@ pub trait ExactName: Sized + Copy + 'static {
 /// }
 /// let mut de = serde_json::Deserializer::from_str(r#""on""#);
 /// assert_eq!(exact_name::<Mode, _>(&mut de).unwrap(), Mode::On);
+/// assert_eq!(Mode::Off.name(), "off");
 /// let mut de = serde_json::Deserializer::from_str(r#""auto""#);
 /// let err = exact_name::<Mode, _>(&mut de).unwrap_err().to_string();
 /// assert!(err.starts_with(r#""auto" is not one of on, off"#), "{err}");

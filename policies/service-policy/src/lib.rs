@@ -17,6 +17,7 @@ use policy_core::json::At;
 use policy_core::net::{CidrList, IpAddress};
 use policy_core::policy::Policy;
 use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::settings::ExactName;
 use policy_core::{FieldPath, PolicyError, Verdict};
 use serde_json::Value;
 
@@ -51,33 +52,31 @@ pub enum ServiceType {
     ExternalName,
 }
 
-impl ServiceType {
+impl ExactName for ServiceType {
     /// The types by their exact API names.
-    const NAMES: [(&'static str, ServiceType); 4] = [
+    const NAMES: &'static [(&'static str, ServiceType)] = &[
         ("ClusterIP", ServiceType::ClusterIp),
         ("NodePort", ServiceType::NodePort),
         ("LoadBalancer", ServiceType::LoadBalancer),
         ("ExternalName", ServiceType::ExternalName),
     ];
+}
 
+impl ServiceType {
     /// `spec.type` of `spec`; another value than the four API names (compared exactly, as
     /// the API server does) is malformed (400).
     fn read(spec: &At<'_>) -> Result<ServiceType, PolicyError> {
         let Some(name) = spec.get_str("type")?.filter(|t| !t.is_empty()) else {
             return Ok(ServiceType::ClusterIp);
         };
-        Self::NAMES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, t)| *t)
-            .ok_or_else(|| {
-                PolicyError::malformed(
-                    &spec.path.field("type"),
-                    format!(
-                        "{name:?} is not a Service type (ClusterIP, NodePort, LoadBalancer, ExternalName)"
-                    ),
-                )
-            })
+        Self::from_name(name).ok_or_else(|| {
+            PolicyError::malformed(
+                &spec.path.field("type"),
+                format!(
+                    "{name:?} is not a Service type (ClusterIP, NodePort, LoadBalancer, ExternalName)"
+                ),
+            )
+        })
     }
 
     /// Whether the settings allow this type (README rule 1).
@@ -93,11 +92,7 @@ impl ServiceType {
 
 impl fmt::Display for ServiceType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = Self::NAMES
-            .iter()
-            .find(|(_, t)| t == self)
-            .map_or("", |(n, _)| *n);
-        f.write_str(name)
+        f.write_str(self.name())
     }
 }
 

@@ -55,11 +55,7 @@ impl<'de> Deserialize<'de> for ItemType {
 
 impl fmt::Display for ItemType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = Self::NAMES
-            .iter()
-            .find(|(_, t)| t == self)
-            .map_or("", |(n, _)| *n);
-        f.write_str(name)
+        f.write_str(self.name())
     }
 }
 
