@@ -99,18 +99,6 @@ impl RegistryEntry {
             path: path.map(str::to_owned),
         })
     }
-
-    /// Whether the entry matches `image`: same host, and (for a prefix) the repository is
-    /// the prefix or continues it after `/`.
-    pub fn matches(&self, image: &ImageRef) -> bool {
-        self.host == image.registry
-            && self.path.as_deref().is_none_or(|p| {
-                image
-                    .repository
-                    .strip_prefix(p)
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-            })
-    }
 }
 
 impl fmt::Display for RegistryEntry {
@@ -387,8 +375,6 @@ mod tests {
     fn prefixes_match_at_component_boundaries(#[case] image: &str, #[case] allowed: bool) {
         let l = list(&["ghcr.io/acme"]);
         assert_eq!(l.first_match(&img(image)).is_some(), allowed, "{image}");
-        let e = RegistryEntry::parse("ghcr.io/acme").unwrap();
-        assert_eq!(e.matches(&img(image)), allowed, "{image}");
     }
 
     #[test]

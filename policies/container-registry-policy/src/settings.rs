@@ -122,11 +122,6 @@ impl PullPolicyRules {
         Ok(out)
     }
 
-    /// Whether there are no entries.
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
-    }
-
     /// The first entry (in settings order) that applies to `image`.
     pub fn rule_for(&self, image: &ImageRef) -> Option<&PullPolicyRule> {
         let mut best = self
