@@ -132,7 +132,8 @@ impl ExemptPrincipals {
             return Ok(Verdict::accept());
         }
         let judged = judge(lookups);
-        let untouched = matches!(&judged, Ok(v) if v.is_clean() && !v.has_edits() && v.mutated().is_none());
+        let untouched =
+            matches!(&judged, Ok(v) if v.is_clean() && !v.has_edits() && v.mutated().is_none());
         let overridable = matches!(&judged, Ok(_) | Err(PolicyError::Lookup { .. }));
         if untouched || !overridable || self.cluster_roles.is_empty() {
             return judged;
@@ -233,10 +234,18 @@ mod tests {
 
     fn cluster() -> Objects {
         Objects::new(vec![
-            crb("admins", "cluster-admin", json!([{"kind": "User", "name": "root"},
+            crb(
+                "admins",
+                "cluster-admin",
+                json!([{"kind": "User", "name": "root"},
                 {"kind": "Group", "name": "ops"},
-                {"kind": "ServiceAccount", "name": "argocd", "namespace": "gitops"}])),
-            crb("viewers", "view", json!([{"kind": "User", "name": "alice"}])),
+                {"kind": "ServiceAccount", "name": "argocd", "namespace": "gitops"}]),
+            ),
+            crb(
+                "viewers",
+                "view",
+                json!([{"kind": "User", "name": "alice"}]),
+            ),
             crb("empty", "cluster-admin", Value::Null),
             json!({"apiVersion": RBAC_API_VERSION, "kind": "RoleBinding", "metadata": {"name": "rb", "namespace": "solar"},
                 "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"}, "subjects": [{"kind": "User", "name": "alice"}]}),
@@ -263,7 +272,11 @@ mod tests {
             ("alice", &[][..], false), // bound to view, and to cluster-admin only by a RoleBinding
             ("argocd", &[][..], false),
         ] {
-            assert_eq!(e.bound(&user(who, groups), &mut lookups).unwrap(), expected, "{who}");
+            assert_eq!(
+                e.bound(&user(who, groups), &mut lookups).unwrap(),
+                expected,
+                "{who}"
+            );
         }
     }
 
@@ -273,9 +286,12 @@ mod tests {
         let mut objects = Objects::default().failing("ClusterRoleBinding");
         let mut lookups = Lookups::new(&mut objects);
         let v = e
-            .judge_unless_exempt(&user("admin", &[]), &mut lookups, OnLookupError::Reject, |_| {
-                panic!("judged")
-            })
+            .judge_unless_exempt(
+                &user("admin", &[]),
+                &mut lookups,
+                OnLookupError::Reject,
+                |_| panic!("judged"),
+            )
             .unwrap();
         assert!(v.is_clean());
     }
@@ -293,19 +309,31 @@ mod tests {
             .unwrap();
         assert!(v.is_clean());
         let err = e
-            .judge_unless_exempt(&user("u", &[]), &mut lookups, OnLookupError::Reject, refusing)
+            .judge_unless_exempt(
+                &user("u", &[]),
+                &mut lookups,
+                OnLookupError::Reject,
+                refusing,
+            )
             .unwrap_err();
         assert_eq!(
             err.to_string(),
             "cannot read ClusterRoleBinding list: connection refused"
         );
         let v = e
-            .judge_unless_exempt(&user("u", &[]), &mut lookups, OnLookupError::Accept, refusing)
+            .judge_unless_exempt(
+                &user("u", &[]),
+                &mut lookups,
+                OnLookupError::Accept,
+                refusing,
+            )
             .unwrap();
         assert_eq!(v.message(), "metadata: refused");
         assert_eq!(
             v.warnings(),
-            ["cannot read ClusterRoleBinding list: connection refused; the requester was judged as not exempt (onLookupError: accept)"]
+            [
+                "cannot read ClusterRoleBinding list: connection refused; the requester was judged as not exempt (onLookupError: accept)"
+            ]
         );
     }
 
@@ -340,18 +368,24 @@ mod tests {
         });
         assert_eq!(v.unwrap_err().code(), 400);
         let v = e
-            .judge_unless_exempt(&user("alice", &[]), &mut lookups, OnLookupError::Reject, refusing)
+            .judge_unless_exempt(
+                &user("alice", &[]),
+                &mut lookups,
+                OnLookupError::Reject,
+                refusing,
+            )
             .unwrap();
         assert_eq!(v.message(), "metadata: refused");
     }
 
     #[test]
     fn settings_errors_name_the_entry() {
-        let build = |raw: Value| {
-            ExemptPrincipals::build(serde_json::from_value(raw).unwrap()).map(|_| ())
-        };
+        let build =
+            |raw: Value| ExemptPrincipals::build(serde_json::from_value(raw).unwrap()).map(|_| ());
         assert_eq!(
-            build(json!({"clusterRoles": ["a", ""]})).unwrap_err().to_string(),
+            build(json!({"clusterRoles": ["a", ""]}))
+                .unwrap_err()
+                .to_string(),
             "clusterRoles[1]: must not be empty"
         );
         assert!(

@@ -25,6 +25,7 @@ pub mod metadata;
 pub mod mutation;
 pub mod names;
 pub mod net;
+pub mod organization;
 pub mod path;
 pub mod pod;
 pub mod policy;

@@ -68,14 +68,20 @@ pub fn changed_keys<'a>(
 /// The `metadata.ownerReferences` of an object: absent or `null` is none; any other
 /// non-list is malformed (400 naming the path).
 pub fn owner_references<'a>(object: Option<&At<'a>>) -> Result<&'a [Value], PolicyError> {
-    let Some(metadata) = object.map(|o| o.get_object("metadata")).transpose()?.flatten() else {
+    let Some(metadata) = object
+        .map(|o| o.get_object("metadata"))
+        .transpose()?
+        .flatten()
+    else {
         return Ok(&[]);
     };
     match metadata.get("ownerReferences")? {
         None => Ok(&[]),
-        Some(at) => at.value.as_array().map(Vec::as_slice).ok_or_else(|| {
-            PolicyError::malformed(&at.path, "expected a list")
-        }),
+        Some(at) => at
+            .value
+            .as_array()
+            .map(Vec::as_slice)
+            .ok_or_else(|| PolicyError::malformed(&at.path, "expected a list")),
     }
 }
 
@@ -93,7 +99,10 @@ mod tests {
     #[test]
     fn maps_are_read_strictly() {
         let o = json!({"metadata": {"labels": {"a": "1"}, "annotations": null}});
-        assert_eq!(string_map(Some(&at(&o)), "labels").unwrap().map(Map::len), Some(1));
+        assert_eq!(
+            string_map(Some(&at(&o)), "labels").unwrap().map(Map::len),
+            Some(1)
+        );
         assert!(string_map(Some(&at(&o)), "annotations").unwrap().is_none());
         assert!(string_map(None, "labels").unwrap().is_none());
         let o = json!({"metadata": {"labels": {"a": 1}}});
