@@ -135,6 +135,11 @@ impl AdmissionRequest {
         require_object(&self.old_object, "oldObject")
     }
 
+    /// Whether the request carries an `oldObject` (anything but absent or `null`).
+    pub fn has_old_object(&self) -> bool {
+        !self.old_object.is_null()
+    }
+
     /// The namespace of the object: `metadata.namespace`, else the request namespace
     /// (`docs/semantics.md#request-handling`); `None` when both are empty.
     pub fn object_namespace(&self) -> Option<&str> {

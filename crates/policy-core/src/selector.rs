@@ -145,6 +145,27 @@ impl LabelSelector {
         })
     }
 
+    /// The label keys the selector names (`matchLabels` keys, then each expression's key),
+    /// possibly repeated.
+    ///
+    /// ```
+    /// use policy_core::selector::{LabelSelector, RawLabelSelector};
+    /// let raw: RawLabelSelector = serde_json::from_value(serde_json::json!({"matchLabels": {"a": "1"},
+    ///     "matchExpressions": [{"key": "b", "operator": "Exists"}]})).unwrap();
+    /// assert_eq!(LabelSelector::build(&raw).unwrap().keys().collect::<Vec<_>>(), ["a", "b"]);
+    /// ```
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.match_labels
+            .keys()
+            .map(String::as_str)
+            .chain(self.requirements.iter().map(|r| match r {
+                Requirement::In(k, _)
+                | Requirement::NotIn(k, _)
+                | Requirement::Exists(k)
+                | Requirement::DoesNotExist(k) => k.as_str(),
+            }))
+    }
+
     /// Whether the labels satisfy every requirement (Kubernetes semantics: `NotIn` and
     /// `DoesNotExist` match objects lacking the key).
     pub fn matches<'a, L>(&self, labels: L) -> bool

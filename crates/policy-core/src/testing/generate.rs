@@ -504,6 +504,10 @@ impl RequestParts {
             "kind".into(),
             json!({"group": group, "version": version, "kind": kind}),
         );
+        request.insert(
+            "resource".into(),
+            json!({"group": group, "version": version, "resource": plural(&kind)}),
+        );
         request.insert("name".into(), json!("web"));
         request.insert("operation".into(), json!(self.operation));
         request.insert("dryRun".into(), json!(self.dry_run));
@@ -523,6 +527,19 @@ impl RequestParts {
             request.insert("object".into(), object);
         }
         Value::Object(request)
+    }
+}
+
+/// The resource name of a kind, as the API server names the common ones (`NetworkPolicy` →
+/// `networkpolicies`, `Ingress` → `ingresses`).
+fn plural(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    if let Some(stem) = lower.strip_suffix('y') {
+        format!("{stem}ies")
+    } else if lower.ends_with('s') || lower.ends_with('x') {
+        format!("{lower}es")
+    } else {
+        format!("{lower}s")
     }
 }
 
