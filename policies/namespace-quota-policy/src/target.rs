@@ -1,0 +1,109 @@
+//! README rules 1 and 5: what a request asks to be counted for. A Namespace names its
+//! organization by label; a ProjectRequest (whose labels the API server ignores) and an
+//! unlabelled Namespace are counted against the requester's default organization. An
+//! UPDATE is judged only when it adds or changes the label
+//! (`docs/semantics.md#create-and-update`).
+
+use policy_core::gate::Admitted;
+use policy_core::json::At;
+use policy_core::metadata::string_map;
+use policy_core::request::Operation;
+use policy_core::{FieldPath, PolicyError};
+
+/// Where the organization comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source<'r> {
+    /// The Namespace's organization label (non-empty).
+    Label(&'r str),
+    /// The requester's default organization (read from its `User`).
+    Requester,
+}
+
+/// A request to count: its organization's source, the namespace not to count (on UPDATE,
+/// itself) and the paths messages use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target<'r> {
+    /// Where the organization comes from.
+    pub source: Source<'r>,
+    /// The namespace excluded from the count (UPDATE: the namespace itself).
+    pub exclude: Option<&'r str>,
+    /// Where a quota violation is reported: the label for a labelled Namespace, else
+    /// `metadata.name`.
+    pub path: FieldPath,
+    /// Where "no organization" is reported: the missing label of a Namespace, or
+    /// `metadata.name` of a ProjectRequest.
+    pub missing_path: FieldPath,
+}
+
+/// The kind of the request, as far as the organization is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A `v1 Namespace`.
+    Namespace,
+    /// A `project.openshift.io/v1 ProjectRequest`.
+    ProjectRequest,
+}
+
+/// The label value of `object` under `label`; empty or absent is none. Labels must be a map
+/// of strings (400 otherwise).
+fn label_of<'r>(object: &At<'r>, label: &str) -> Result<Option<&'r str>, PolicyError> {
+    Ok(string_map(Some(object), "labels")?
+        .and_then(|labels| labels.get(label))
+        .and_then(serde_json::Value::as_str)
+        .filter(|v| !v.is_empty()))
+}
+
+/// The object's `metadata.name` (a string when present, 400 otherwise), else the request's
+/// name.
+fn name_of<'r>(admitted: &Admitted<'r>) -> Result<Option<&'r str>, PolicyError> {
+    let written = match admitted.object.get_object("metadata")? {
+        Some(metadata) => metadata.get_str("name")?,
+        None => None,
+    };
+    let name = written.unwrap_or(admitted.request.name.as_str());
+    Ok(Some(name).filter(|n| !n.is_empty()))
+}
+
+/// README rules 1 and 5: the target of a request, or `None` when nothing is to be judged
+/// (an UPDATE that does not add or change the label; a ProjectRequest UPDATE).
+pub fn read<'r>(
+    admitted: &Admitted<'r>,
+    kind: Kind,
+    label: &str,
+) -> Result<Option<Target<'r>>, PolicyError> {
+    let label_path = FieldPath::root("metadata").field("labels").key(label);
+    let name_path = FieldPath::root("metadata").field("name");
+    let update = admitted.request.operation == Operation::Update;
+    if kind == Kind::ProjectRequest {
+        // The API server ignores a ProjectRequest's labels: only the requester counts.
+        return Ok((!update).then(|| Target {
+            source: Source::Requester,
+            exclude: None,
+            path: name_path.clone(),
+            missing_path: name_path,
+        }));
+    }
+    let new = label_of(&admitted.object, label)?;
+    if update {
+        let old = label_of(&admitted.request.old_object()?, label)?;
+        // A removed label, or one left as it was, moves the namespace into no organization.
+        if new.is_none() || new == old {
+            return Ok(None);
+        }
+    }
+    let exclude = if update { name_of(admitted)? } else { None };
+    Ok(Some(match new {
+        Some(org) => Target {
+            source: Source::Label(org),
+            exclude,
+            path: label_path.clone(),
+            missing_path: label_path,
+        },
+        None => Target {
+            source: Source::Requester,
+            exclude,
+            path: name_path,
+            missing_path: label_path,
+        },
+    }))
+}
