@@ -1,0 +1,230 @@
+//! namespace-organization-policy: every user Namespace and OpenShift Project belongs to an
+//! organization its requester may use — a member's organization for users, the
+//! organization of its own namespace for service accounts — and gets the requester's default
+//! organization written when it names none (APPUiO, README rules 1–6).
+
+pub mod flows;
+pub mod settings;
+
+use policy_core::cluster::{HostCapabilities, Lookups};
+use policy_core::gate::{Admitted, Gate, HandledKind};
+use policy_core::json::At;
+use policy_core::metadata::string_map;
+use policy_core::policy::Policy;
+use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::{FieldPath, PolicyError, Verdict};
+use serde_json::Value;
+
+use crate::flows::{Requester, Target};
+pub use crate::settings::Settings;
+
+/// The policy.
+pub struct NamespaceOrganizationPolicy;
+
+/// The prefix of service-account usernames.
+const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+
+const NAMESPACE: HandledKind = HandledKind {
+    group: "",
+    versions: &["v1"],
+    kind: "Namespace",
+};
+
+const PROJECT: HandledKind = HandledKind {
+    group: "project.openshift.io",
+    versions: &["v1"],
+    kind: "Project",
+};
+
+/// The kinds handled (Namespaces, OpenShift Projects) and the operations judged.
+fn gate() -> Gate {
+    const KINDS: [HandledKind; 2] = [NAMESPACE, PROJECT];
+    Gate {
+        kinds: &KINDS,
+        operations: NamespaceOrganizationPolicy::OPERATIONS,
+    }
+}
+
+impl Policy for NamespaceOrganizationPolicy {
+    const NAME: &'static str = "namespace-organization-policy";
+    // Users, membership objects and Namespaces by name; ClusterRoleBindings listed.
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities {
+        get_resource: true,
+        list_resources_by_namespace: false,
+        list_resources_all: true,
+    };
+    type RawSettings = settings::RawSettings;
+    type Settings = Settings;
+
+    fn validate(
+        request: &AdmissionRequest,
+        settings: &Settings,
+        lookups: &mut Lookups<'_>,
+    ) -> Result<Verdict, PolicyError> {
+        let Some(admitted) = gate().admit(Self::NAME, request)? else {
+            return Ok(Verdict::accept());
+        };
+        let label = settings.organization_label.as_str();
+        let target = Target {
+            organization: organization(&admitted.object, label)?,
+            path: FieldPath::root("metadata").field("labels").key(label),
+        };
+        let old = match request.operation {
+            Operation::Update => Some(request.old_object()?),
+            _ => None,
+        };
+        // README rule 1: an UPDATE that keeps the organization is not judged (no lookup).
+        if let Some(old) = &old
+            && organization(old, label)? == target.organization
+        {
+            return Ok(Verdict::accept());
+        }
+        if admitted.kind == &PROJECT {
+            project(&admitted, old.as_ref(), &target, settings, lookups)
+        } else {
+            namespace(request, &target, settings, lookups)
+        }
+    }
+}
+
+/// The organization label of an object: `None` when absent or empty (`metadata.labels` must
+/// be a map of strings, 400 otherwise).
+fn organization<'a>(object: &At<'a>, label: &str) -> Result<Option<&'a str>, PolicyError> {
+    Ok(string_map(Some(object), "labels")?
+        .and_then(|labels| labels.get(label))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty()))
+}
+
+/// README rule 2: a Project is judged for the requester its annotation names (on UPDATE the
+/// old object's: an editor cannot name another requester); never exempt.
+fn project(
+    admitted: &Admitted<'_>,
+    old: Option<&At<'_>>,
+    target: &Target<'_>,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+) -> Result<Verdict, PolicyError> {
+    let annotation = settings.requester_annotation.as_str();
+    let source = old.unwrap_or(&admitted.object);
+    // the new object's annotations must be well-formed too
+    string_map(Some(&admitted.object), "annotations")?;
+    let requester = string_map(Some(source), "annotations")?
+        .and_then(|annotations| annotations.get(annotation))
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty());
+    let Some(requester) = requester else {
+        return Ok(Verdict::accept());
+    };
+    if requester.starts_with(SERVICE_ACCOUNT_PREFIX) {
+        let mut verdict = Verdict::accept();
+        verdict.violation(
+            &FieldPath::root("metadata")
+                .field("annotations")
+                .key(annotation),
+            format!("service accounts may not create projects (requester {requester:?})"),
+        );
+        return Ok(verdict);
+    }
+    let requester = Requester {
+        username: requester,
+        groups: None,
+    };
+    flows::user(requester, target, settings, lookups)
+}
+
+/// README rule 3: a Namespace is accepted unchanged for an exempt requester, else judged by
+/// the service-account flow or the user flow.
+fn namespace(
+    request: &AdmissionRequest,
+    target: &Target<'_>,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+) -> Result<Verdict, PolicyError> {
+    let user = &request.user_info;
+    settings.exempt_principals.judge_unless_exempt(
+        user,
+        lookups,
+        settings.on_lookup_error,
+        |lookups| match service_account(&user.username)? {
+            Some(account) => flows::service_account(account, target, settings, lookups),
+            None => {
+                let requester = Requester {
+                    username: &user.username,
+                    groups: Some(&user.groups),
+                };
+                flows::user(requester, target, settings, lookups)
+            }
+        },
+    )
+}
+
+/// The namespace and name of a service-account username: exactly four `:`-separated
+/// non-empty parts (400 otherwise); `None` for any other username, which must not be empty.
+fn service_account(username: &str) -> Result<Option<(&str, &str)>, PolicyError> {
+    let path = FieldPath::root("request")
+        .field("userInfo")
+        .field("username");
+    if username.is_empty() {
+        return Err(PolicyError::malformed(&path, "missing"));
+    }
+    let Some(rest) = username.strip_prefix(SERVICE_ACCOUNT_PREFIX) else {
+        return Ok(None);
+    };
+    match rest.split_once(':') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains(':') => {
+            Ok(Some((ns, name)))
+        }
+        _ => Err(PolicyError::malformed(
+            &path,
+            format!(
+                "{username:?} is not a service account username \
+                 (system:serviceaccount:<namespace>:<name>)"
+            ),
+        )),
+    }
+}
+
+policy_core::export_policy!(NamespaceOrganizationPolicy);
+
+#[cfg(test)]
+mod tests;
+
+policy_core::robustness_tests!(
+    NamespaceOrganizationPolicy,
+    policy_core::testing::Robustness {
+        settings: serde_json::json!({"exemptPrincipals": {"clusterRoles": ["cluster-admin"]}}),
+        kinds: &[
+            ("", "v1", "Namespace"),
+            ("project.openshift.io", "v1", "Project")
+        ],
+        mutating: true,
+        reads: &[
+            "user.openshift.io/v1/User",
+            "user.openshift.io/v1/Group",
+            "v1/Namespace",
+            "rbac.authorization.k8s.io/v1/ClusterRoleBinding"
+        ],
+        strings: &[
+            "labels",
+            "annotations",
+            "appuio.io/organization",
+            "openshift.io/requester",
+            "acme",
+            "beta",
+            "u",
+            "system:serviceaccount:acme-ci:deployer",
+            "system:serviceaccount:a:b:c",
+            "kube:admin"
+        ],
+        cluster: vec![
+            serde_json::json!({"apiVersion": "user.openshift.io/v1", "kind": "User",
+                "metadata": {"name": "u", "annotations": {"appuio.io/default-organization": "acme"}}}),
+            serde_json::json!({"apiVersion": "user.openshift.io/v1", "kind": "Group",
+                "metadata": {"name": "acme"}, "users": ["u", "kube:admin"]}),
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "acme-ci", "labels": {"appuio.io/organization": "acme"}}}),
+        ],
+        ..Default::default()
+    }
+);
