@@ -358,6 +358,19 @@ impl HostCapabilities {
         ..HostCapabilities::NONE
     };
 
+    /// Only `kubernetes/list_resources_all` (e.g. the ClusterRoleBindings of `exemptPrincipals`).
+    pub const LIST_ALL: HostCapabilities = HostCapabilities {
+        list_resources_all: true,
+        ..HostCapabilities::NONE
+    };
+
+    /// `kubernetes/get_resource` and `kubernetes/list_resources_all`.
+    pub const GET_AND_LIST_ALL: HostCapabilities = HostCapabilities {
+        get_resource: true,
+        list_resources_all: true,
+        ..HostCapabilities::NONE
+    };
+
     /// `kubernetes/get_resource` and both list calls, `list_resources_by_namespace` and
     /// `list_resources_all`.
     pub const GET_AND_LIST: HostCapabilities = HostCapabilities {

@@ -38,7 +38,62 @@ pub const REGEX_NEST_LIMIT: u32 = 64;
 #[derive(Debug, Clone)]
 pub struct FullMatch {
     pattern: String,
+    /// The pattern as a literal, or a literal followed by `.*`, when it is one: matched
+    /// without compiling anything.
+    simple: Option<Simple>,
     compiled: OnceCell<Option<Compiled>>,
+}
+
+/// A pattern that needs no regex engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Simple {
+    /// Matches exactly this text.
+    Literal(String),
+    /// Matches this text followed by any run without a line feed (`prefix.*`).
+    Prefix(String),
+}
+
+impl Simple {
+    /// Reads `pattern` as literal characters (letters, digits, `-_/:=@,%!<>;'"` and
+    /// backslash-escaped ASCII punctuation), optionally ending in an unescaped `.*`.
+    fn parse(pattern: &str) -> Option<Simple> {
+        let (body, prefix) = match pattern.strip_suffix(".*") {
+            // `\.*` ends in an escaped dot, not in `.*`
+            Some(body) if !ends_in_escape(body) => (body, true),
+            _ => (pattern, false),
+        };
+        let mut text = String::with_capacity(body.len());
+        let mut chars = body.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    // `\<` and `\>` are word boundaries
+                    Some(e) if e.is_ascii_punctuation() && e != '<' && e != '>' => text.push(e),
+                    _ => return None,
+                },
+                c if c.is_ascii_alphanumeric() || "-_/:=@,%!<>;'\"".contains(c) => text.push(c),
+                _ => return None,
+            }
+        }
+        Some(match prefix {
+            true => Simple::Prefix(text),
+            false => Simple::Literal(text),
+        })
+    }
+
+    fn is_match(&self, s: &str) -> bool {
+        match self {
+            Simple::Literal(text) => s == text,
+            Simple::Prefix(text) => s
+                .strip_prefix(text.as_str())
+                .is_some_and(|rest| !rest.contains('\n')),
+        }
+    }
+}
+
+/// Whether `body` ends in an unfinished escape (an odd run of trailing backslashes).
+fn ends_in_escape(body: &str) -> bool {
+    body.bytes().rev().take_while(|b| *b == b'\\').count() % 2 == 1
 }
 
 /// A compiled pattern, by the engine that compiled it.
@@ -92,6 +147,7 @@ impl FullMatch {
         }
         Ok(FullMatch {
             pattern: pattern.to_owned(),
+            simple: Simple::parse(pattern),
             compiled,
         })
     }
@@ -103,6 +159,9 @@ impl FullMatch {
 
     /// Whether the whole of `s` matches the pattern.
     pub fn is_match(&self, s: &str) -> bool {
+        if let Some(simple) = &self.simple {
+            return simple.is_match(s);
+        }
         self.compiled
             .get_or_init(|| compile(&self.pattern))
             .as_ref()
@@ -293,6 +352,42 @@ impl StringMatcher {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        /// Literal and `prefix.*` patterns, matched without a regex, answer as the regex.
+        #[test]
+        fn simple_patterns_match_as_the_regex(
+            pattern in r"[a\\.*/+-]{0,6}",
+            probes in proptest::collection::vec("[a./+\n-]{0,5}", 1..6),
+        ) {
+            if let (Ok(m), Ok(re)) = (FullMatch::new(&pattern), compile_full(&pattern)) {
+                for p in &probes {
+                    prop_assert_eq!(m.is_match(p), re.is_match(p), "{:?} {:?}", pattern, p);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn simple_patterns_are_recognised() {
+        assert_eq!(
+            Simple::parse("custom\\.appuio\\.io/.*"),
+            Some(Simple::Prefix("custom.appuio.io/".into()))
+        );
+        assert_eq!(
+            Simple::parse("default"),
+            Some(Simple::Literal("default".into()))
+        );
+        assert_eq!(Simple::parse("a\\.*"), None);
+        assert_eq!(Simple::parse("a\\<"), None);
+        assert_eq!(
+            Simple::parse("kube-.*"),
+            Some(Simple::Prefix("kube-".into()))
+        );
+        assert_eq!(Simple::parse("a|b"), None);
+        assert_eq!(Simple::parse("a.b"), None);
+        assert_eq!(Simple::parse("\\d"), None);
+    }
 
     #[test]
     fn cheap_engine_only_for_patterns_it_matches_alike() {

@@ -13,8 +13,8 @@ use policy_core::policy::{Policy, unsupported_kind};
 use policy_core::request::{AdmissionRequest, Operation};
 use policy_core::{FieldPath, PolicyError, Verdict};
 
-pub use settings::Settings;
 use settings::KeyRules;
+pub use settings::Settings;
 
 /// The label the API server sets to the namespace's name on every Namespace (README rule 3).
 pub const METADATA_NAME_LABEL: &str = "kubernetes.io/metadata.name";
@@ -44,7 +44,7 @@ const PROJECT_REQUEST: HandledKind = HandledKind {
 impl Policy for NamespaceMetadataPolicy {
     const NAME: &'static str = "namespace-metadata-policy";
     const HOST_CAPABILITIES: policy_core::cluster::HostCapabilities =
-        policy_core::cluster::HostCapabilities::GET_AND_LIST;
+        policy_core::cluster::HostCapabilities::LIST_ALL;
     const OPERATIONS: &'static [Operation] =
         &[Operation::Create, Operation::Update, Operation::Delete];
     type RawSettings = settings::RawSettings;
@@ -239,8 +239,9 @@ mod tests {
     use serde_json::{Value, json};
 
     fn run(settings: Value, request: Value, cluster: Vec<Value>) -> Result<Verdict, PolicyError> {
-        let settings: Settings = policy_core::settings::parse::<settings::RawSettings, _>(&settings)
-            .expect("valid settings");
+        let settings: Settings =
+            policy_core::settings::parse::<settings::RawSettings, _>(&settings)
+                .expect("valid settings");
         let request: AdmissionRequest = serde_json::from_value(request).expect("request");
         let mut objects = Objects::new(cluster);
         let mut lookups = Lookups::new(&mut objects);

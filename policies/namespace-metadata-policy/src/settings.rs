@@ -69,7 +69,10 @@ impl KeyRules {
                 check_key(&format!("{protected_field}[{i}]"), key)?;
             }
             no_duplicate_names(protected_field, &protected)?;
-            if let Some(i) = protected.iter().position(|k| k == crate::METADATA_NAME_LABEL) {
+            if let Some(i) = protected
+                .iter()
+                .position(|k| k == crate::METADATA_NAME_LABEL)
+            {
                 return Err(SettingsError::new(
                     format!("{protected_field}[{i}]"),
                     "kubernetes.io/metadata.name cannot be protected: the API server sets it on every Namespace",

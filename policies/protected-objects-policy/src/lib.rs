@@ -20,7 +20,7 @@ pub struct ProtectedObjectsPolicy;
 impl Policy for ProtectedObjectsPolicy {
     const NAME: &'static str = "protected-objects-policy";
     const HOST_CAPABILITIES: policy_core::cluster::HostCapabilities =
-        policy_core::cluster::HostCapabilities::GET_AND_LIST;
+        policy_core::cluster::HostCapabilities::GET_AND_LIST_ALL;
     const OPERATIONS: &'static [Operation] =
         &[Operation::Create, Operation::Update, Operation::Delete];
     type RawSettings = settings::RawSettings;
@@ -32,9 +32,11 @@ impl Policy for ProtectedObjectsPolicy {
         lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
         // README rule 1: every kind is handled; resources not listed are untouched.
-        let resource = (request.resource.group.clone(), request.resource.kind.clone());
-        if !settings.resources.contains(&resource)
-            || !Self::OPERATIONS.contains(&request.operation)
+        let resource = (
+            request.resource.group.clone(),
+            request.resource.kind.clone(),
+        );
+        if !settings.resources.contains(&resource) || !Self::OPERATIONS.contains(&request.operation)
         {
             return Ok(Verdict::accept());
         }
@@ -85,7 +87,11 @@ impl Target<'_> {
     }
 
     /// README rule 5: a managed object is deleted only with its namespace.
-    fn judge_delete(&self, lookups: &mut Lookups<'_>, verdict: &mut Verdict) -> Result<(), PolicyError> {
+    fn judge_delete(
+        &self,
+        lookups: &mut Lookups<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
         let request = self.request;
         if !request.has_old_object() {
             verdict.violation(
@@ -121,7 +127,12 @@ impl Target<'_> {
 
     /// README rule 4: the management marker (the label keys `managedSelector` names and
     /// `managedAnnotations`) is never added, changed or removed, managed object or not.
-    fn judge_markers(&self, old: &At<'_>, new: &At<'_>, verdict: &mut Verdict) -> Result<(), PolicyError> {
+    fn judge_markers(
+        &self,
+        old: &At<'_>,
+        new: &At<'_>,
+        verdict: &mut Verdict,
+    ) -> Result<(), PolicyError> {
         let settings = self.settings;
         for (map, markers) in [
             ("labels", &settings.marker_labels),
@@ -197,7 +208,10 @@ impl Target<'_> {
 
 /// Whether the request's namespace is terminating or gone (README rule 5); a cluster-scoped
 /// object has none.
-fn namespace_ending(request: &AdmissionRequest, lookups: &mut Lookups<'_>) -> Result<bool, PolicyError> {
+fn namespace_ending(
+    request: &AdmissionRequest,
+    lookups: &mut Lookups<'_>,
+) -> Result<bool, PolicyError> {
     let namespace = request.namespace.as_str();
     if namespace.is_empty() {
         return Ok(false);
@@ -206,7 +220,9 @@ fn namespace_ending(request: &AdmissionRequest, lookups: &mut Lookups<'_>) -> Re
     Ok(match lookups.get(&lookup)? {
         None => true,
         Some(ns) => {
-            ns.get("status").and_then(|s| s.get("phase")).and_then(Value::as_str)
+            ns.get("status")
+                .and_then(|s| s.get("phase"))
+                .and_then(Value::as_str)
                 == Some("Terminating")
                 || ns
                     .get("metadata")
@@ -233,7 +249,8 @@ fn content_changed(old: &At<'_>, new: &At<'_>) -> bool {
     let differs = |a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]| {
         a.iter()
             .any(|(k, v)| !skip.contains(&k.as_str()) && b.get(k) != Some(v))
-            || b.keys().any(|k| !skip.contains(&k.as_str()) && !a.contains_key(k))
+            || b.keys()
+                .any(|k| !skip.contains(&k.as_str()) && !a.contains_key(k))
     };
     if differs(old, new, &["status", "metadata"]) {
         return true;
