@@ -37,7 +37,7 @@ pub struct RawExemptPrincipals {
 /// use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
 /// let raw = RawExemptPrincipals { users: ["admin"].into(), cluster_roles: ["cluster-admin"].into(), ..Default::default() };
 /// let exempt = ExemptPrincipals::build(raw).unwrap();
-/// assert_eq!(exempt.describe(), "users [admin], cluster roles [cluster-admin]");
+/// assert!(!exempt.is_empty());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ExemptPrincipals {
@@ -77,7 +77,7 @@ impl ExemptPrincipals {
     }
 
     /// Whether the requester is listed by name, group or service account (no lookup).
-    pub fn lists(&self, user: &UserInfo) -> bool {
+    fn lists(&self, user: &UserInfo) -> bool {
         self.principals.matches(user)
     }
 
@@ -85,7 +85,7 @@ impl ExemptPrincipals {
     /// subject by username, a Group by membership, a ServiceAccount by its full username.
     /// Reads the ClusterRoleBindings (masked to their role and subjects) only when
     /// `clusterRoles` is set.
-    pub fn bound(&self, user: &UserInfo, lookups: &mut Lookups<'_>) -> Result<bool, PolicyError> {
+    fn bound(&self, user: &UserInfo, lookups: &mut Lookups<'_>) -> Result<bool, PolicyError> {
         if self.cluster_roles.is_empty() {
             return Ok(false);
         }
@@ -96,23 +96,6 @@ impl ExemptPrincipals {
                 && self.cluster_roles.matches(&b.role_ref.name)
                 && b.subjects.iter().flatten().any(|s| s.names(user, account))
         }))
-    }
-
-    /// `users [a], groups [b], service accounts [ns:sa], cluster roles [c]`, or `nobody`.
-    pub fn describe(&self) -> String {
-        let principals = (!self.principals.is_empty()).then(|| self.principals.describe());
-        let roles = (!self.cluster_roles.is_empty()).then(|| {
-            format!(
-                "cluster roles {}",
-                crate::message::bracketed(self.cluster_roles.iter())
-            )
-        });
-        match (principals, roles) {
-            (Some(p), Some(r)) => format!("{p}, {r}"),
-            (Some(p), None) => p,
-            (None, Some(r)) => r,
-            (None, None) => "nobody".to_owned(),
-        }
     }
 
     /// Judges the request unless its requester is exempt (`docs/semantics.md#exemptions`):
@@ -395,7 +378,6 @@ mod tests {
                 .starts_with("serviceAccounts[0]: ")
         );
         assert!(serde_json::from_value::<RawExemptPrincipals>(json!({"roles": []})).is_err());
-        assert_eq!(exempt(json!({})).describe(), "nobody");
         assert!(exempt(json!({})).is_empty());
     }
 }

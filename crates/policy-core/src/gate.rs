@@ -46,6 +46,29 @@ impl HandledKind {
     }
 }
 
+/// `v1 Namespace` (cluster-scoped: its policies are bound cluster-wide).
+pub const NAMESPACE: HandledKind = HandledKind {
+    group: "",
+    versions: &["v1"],
+    kind: "Namespace",
+};
+
+/// OpenShift's `project.openshift.io/v1 Project`: a view of its Namespace, created for a
+/// ProjectRequest by the project API's own identity.
+pub const PROJECT: HandledKind = HandledKind {
+    group: "project.openshift.io",
+    versions: &["v1"],
+    kind: "Project",
+};
+
+/// OpenShift's `project.openshift.io/v1 ProjectRequest`: a user's request for a project,
+/// whose labels the API server does not carry into it.
+pub const PROJECT_REQUEST: HandledKind = HandledKind {
+    group: "project.openshift.io",
+    versions: &["v1"],
+    kind: "ProjectRequest",
+};
+
 /// The kinds a policy handles and the operations it judges.
 #[derive(Clone, Copy, Debug)]
 pub struct Gate {

@@ -62,7 +62,7 @@ impl DefaultOrganization {
     }
 
     /// The lookup of `username`'s object.
-    pub fn request(&self, username: &str) -> GetRequest {
+    fn request(&self, username: &str) -> GetRequest {
         GetRequest::cluster_scoped(&self.api_version, &self.kind, username)
     }
 

@@ -50,6 +50,28 @@ pub fn converted<T, E: serde::de::Error>(result: Result<T, SettingsError>) -> Re
     })
 }
 
+/// A `deserialize_with` for optional settings keys that, when written, must hold a value:
+/// `null` is refused like any other wrong type instead of being read as "not configured"
+/// (use with `#[serde(default, deserialize_with = "present")]`).
+///
+/// ```
+/// #[derive(Debug, serde::Deserialize)]
+/// struct S {
+///     #[serde(default, deserialize_with = "policy_core::settings::present")]
+///     allowed: Option<Vec<String>>,
+/// }
+/// assert!(policy_core::settings::decode::<S>(&serde_json::json!({})).unwrap().allowed.is_none());
+/// let err = policy_core::settings::decode::<S>(&serde_json::json!({"allowed": null})).unwrap_err();
+/// assert!(err.to_string().starts_with("allowed: invalid type: null"), "{err}");
+/// ```
+pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
 /// Whether settings are being re-read by `validate` (`docs/semantics.md#cost`): the host validated them
 /// with `validate_settings` when it loaded the policy, so checks that cannot change a
 /// verdict (duplicate entries, regex syntax and compilation) are skipped; decoding and

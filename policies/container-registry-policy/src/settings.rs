@@ -6,7 +6,8 @@ use policy_core::matcher::{FullMatch, OneOrMany};
 use policy_core::names::NameList;
 use policy_core::pull_policy::PullPolicies;
 use policy_core::registry::{RegistryEntry, RegistryList};
-use serde::{Deserialize, Deserializer};
+use policy_core::settings::present;
+use serde::Deserialize;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
@@ -28,12 +29,6 @@ pub struct RawSettings {
     require_fully_qualified: Option<bool>,
     #[serde(default, deserialize_with = "present")]
     pull_policies: Option<Vec<RawPullPolicyRule>>,
-}
-
-/// A key that, when written, must hold a value: `null` is refused like any other wrong type
-/// instead of being read as "not configured".
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
 }
 
 /// One `pullPolicies` entry as written.

@@ -2,7 +2,8 @@
 
 use policy_core::SettingsError;
 use policy_core::pull_policy::{PullPolicies, PullPolicy};
-use serde::{Deserialize, Deserializer};
+use policy_core::settings::present;
+use serde::Deserialize;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
@@ -12,12 +13,6 @@ pub struct RawSettings {
     allowed: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]
     mutate: Option<String>,
-}
-
-/// A key that, when written, must hold a value: `null` is refused like any other wrong type
-/// instead of being read as "not configured".
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
 }
 
 /// Validated settings: what is judged, and whether `Always` is written.

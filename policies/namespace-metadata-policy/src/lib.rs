@@ -5,7 +5,7 @@
 pub mod settings;
 
 use policy_core::cluster::Lookups;
-use policy_core::gate::HandledKind;
+use policy_core::gate::{NAMESPACE, PROJECT, PROJECT_REQUEST};
 use policy_core::json::At;
 use policy_core::message::bracketed;
 use policy_core::metadata::{changed_keys, owner_references, string_map};
@@ -21,25 +21,6 @@ pub const METADATA_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// The policy.
 pub struct NamespaceMetadataPolicy;
-
-/// A Namespace (its `status` and `finalize` subresources included).
-const NAMESPACE: HandledKind = HandledKind {
-    group: "",
-    versions: &["v1"],
-    kind: "Namespace",
-};
-/// An OpenShift Project: a view of its Namespace.
-const PROJECT: HandledKind = HandledKind {
-    group: "project.openshift.io",
-    versions: &["v1"],
-    kind: "Project",
-};
-/// An OpenShift ProjectRequest: only its name becomes the project's.
-const PROJECT_REQUEST: HandledKind = HandledKind {
-    group: "project.openshift.io",
-    versions: &["v1"],
-    kind: "ProjectRequest",
-};
 
 impl Policy for NamespaceMetadataPolicy {
     const NAME: &'static str = "namespace-metadata-policy";
@@ -139,9 +120,11 @@ fn judge_key(map: &str, what: &str, key: &str, rules: &KeyRules, verdict: &mut V
             &path,
             format!("{what} is protected and may not be added, changed or removed"),
         );
-    } else if !(map == "labels" && key == METADATA_NAME_LABEL)
-        && !rules.allowed.iter().any(|r| r.is_match(key))
-    {
+    } else {
+        let always = map == "labels" && key == METADATA_NAME_LABEL;
+        if always || rules.allowed.iter().any(|r| r.is_match(key)) {
+            return;
+        }
         verdict.violation(
             &path,
             format!(

@@ -6,8 +6,8 @@ use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
 use policy_core::matcher::{FullMatch, regexes};
 use policy_core::names::NameList;
 use policy_core::organization::check_key;
-use policy_core::settings::no_duplicate_names;
-use serde::{Deserialize, Deserializer};
+use policy_core::settings::{no_duplicate_names, present};
+use serde::Deserialize;
 
 /// The default `reservedNames`.
 pub const DEFAULT_RESERVED: [&str; 4] = ["default", "kube-.*", "openshift", "openshift-.*"];
@@ -39,11 +39,6 @@ pub struct RawSettings {
     exempt_principals: RawExemptPrincipals,
     #[serde(default)]
     on_lookup_error: OnLookupError,
-}
-
-/// A key that, when written, must hold a value: `null` is refused like any other wrong type.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
 }
 
 /// What may change in one metadata map (labels or annotations): keys matching an allowed

@@ -7,7 +7,7 @@ pub mod flows;
 pub mod settings;
 
 use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::gate::{Admitted, Gate, HandledKind};
+use policy_core::gate::{Admitted, Gate, HandledKind, NAMESPACE, PROJECT};
 use policy_core::json::At;
 use policy_core::metadata::string_map;
 use policy_core::policy::Policy;
@@ -24,18 +24,6 @@ pub struct NamespaceOrganizationPolicy;
 /// The prefix of service-account usernames.
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 
-const NAMESPACE: HandledKind = HandledKind {
-    group: "",
-    versions: &["v1"],
-    kind: "Namespace",
-};
-
-const PROJECT: HandledKind = HandledKind {
-    group: "project.openshift.io",
-    versions: &["v1"],
-    kind: "Project",
-};
-
 /// The kinds handled (Namespaces, OpenShift Projects) and the operations judged.
 fn gate() -> Gate {
     const KINDS: [HandledKind; 2] = [NAMESPACE, PROJECT];
@@ -48,11 +36,7 @@ fn gate() -> Gate {
 impl Policy for NamespaceOrganizationPolicy {
     const NAME: &'static str = "namespace-organization-policy";
     // Users, membership objects and Namespaces by name; ClusterRoleBindings listed.
-    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities {
-        get_resource: true,
-        list_resources_by_namespace: false,
-        list_resources_all: true,
-    };
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_AND_LIST_ALL;
     type RawSettings = settings::RawSettings;
     type Settings = Settings;
 

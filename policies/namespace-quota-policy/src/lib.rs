@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use policy_core::class::skip_on_lookup_error;
 use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::gate::{Gate, HandledKind};
+use policy_core::gate::{Gate, HandledKind, NAMESPACE, PROJECT_REQUEST};
 use policy_core::labels::is_label_value;
 use policy_core::policy::Policy;
 use policy_core::request::AdmissionRequest;
@@ -25,18 +25,7 @@ use crate::target::{Kind, Source, Target};
 pub struct NamespaceQuotaPolicy;
 
 /// The kinds handled: `v1 Namespace` and `project.openshift.io/v1 ProjectRequest`.
-const KINDS: [HandledKind; 2] = [
-    HandledKind {
-        group: "",
-        versions: &["v1"],
-        kind: "Namespace",
-    },
-    HandledKind {
-        group: "project.openshift.io",
-        versions: &["v1"],
-        kind: "ProjectRequest",
-    },
-];
+const KINDS: [HandledKind; 2] = [NAMESPACE, PROJECT_REQUEST];
 
 /// The kinds handled and the operations judged.
 fn gate() -> Gate {
@@ -50,11 +39,7 @@ impl Policy for NamespaceQuotaPolicy {
     const NAME: &'static str = "namespace-quota-policy";
     // `get_resource` (ConfigMap, User) and `list_resources_all` (Namespaces,
     // ClusterRoleBindings); nothing is listed by namespace.
-    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities {
-        get_resource: true,
-        list_resources_by_namespace: false,
-        list_resources_all: true,
-    };
+    const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_AND_LIST_ALL;
     type RawSettings = settings::RawSettings;
     type Settings = Settings;
 

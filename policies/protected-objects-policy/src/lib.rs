@@ -31,7 +31,14 @@ impl Policy for ProtectedObjectsPolicy {
         settings: &Settings,
         lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
-        // README rule 1: every kind is handled; resources not listed are untouched.
+        // README rule 1: every kind is handled; resources not listed are untouched. Without
+        // its resource a request cannot be told apart (400, never an accept).
+        if request.resource.kind.is_empty() {
+            return Err(PolicyError::malformed(
+                &FieldPath::dotted("request.resource"),
+                "missing",
+            ));
+        }
         let resource = (
             request.resource.group.clone(),
             request.resource.kind.clone(),

@@ -8,8 +8,8 @@ use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
 use policy_core::names::NameList;
 use policy_core::organization::check_key;
 use policy_core::selector::{LabelSelector, RawLabelSelector, RawRequirement};
-use policy_core::settings::{is_reread, no_duplicate_names};
-use serde::{Deserialize, Deserializer};
+use policy_core::settings::{is_reread, no_duplicate_names, present};
+use serde::Deserialize;
 
 /// The default management marker label: objects carrying it are managed.
 pub const DEFAULT_MARKER: &str = "tenancy-policies.io/managed";
@@ -32,11 +32,6 @@ pub struct RawSettings {
     allow_delete_when_namespace_terminating: Option<bool>,
     #[serde(default)]
     on_lookup_error: OnLookupError,
-}
-
-/// A key that, when written, must hold a value: `null` is refused like any other wrong type.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
 }
 
 /// `resources[i]`: plural resources of one API group.

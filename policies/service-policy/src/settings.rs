@@ -4,8 +4,8 @@ use policy_core::SettingsError;
 use policy_core::matcher::{OneOrMany, StringMatcher, regexes};
 use policy_core::names::NameList;
 use policy_core::net::CidrList;
-use policy_core::settings::{Raw, is_reread, no_duplicate_names};
-use serde::{Deserialize, Deserializer};
+use policy_core::settings::{Raw, is_reread, no_duplicate_names, present};
+use serde::Deserialize;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
@@ -19,12 +19,6 @@ pub struct RawSettings {
     forbidden_labels: Option<RawForbiddenKeys>,
     #[serde(default, deserialize_with = "present")]
     forbidden_annotations: Option<RawForbiddenKeys>,
-}
-
-/// A block that, when written, must be a block: `null` is refused like any other wrong
-/// type instead of being read as "not configured".
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
 }
 
 fn yes() -> bool {
