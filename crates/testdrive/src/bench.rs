@@ -43,7 +43,7 @@
 //! maps and lists on the way to the last segment are created.
 //!
 //! Generated scenarios are also measured against the **host floor**: the same
-//! payload with the operation replaced by `DELETE`, which every policy of the
+//! payload with the operation replaced by `CONNECT`, which every policy of the
 //! bundle accepts before reading its settings (`Policy::OPERATIONS`). The floor is
 //! what any guest pays to be handed that payload: a fresh instance, the payload
 //! copied into it and parsed, the settings skipped. Budgets (fresh instance,
@@ -71,8 +71,9 @@ pub const GROW_BUDGET: Duration = Duration::from_millis(50);
 pub const SCALE_BUDGET_RATIO: f64 = 5.0;
 
 /// The operation of the floor request: accepted by every policy before its settings are
-/// read.
-pub const FLOOR_OPERATION: &str = "DELETE";
+/// read (no policy of the bundle judges CONNECT; DELETE is judged by protected-objects and
+/// namespace-metadata).
+pub const FLOOR_OPERATION: &str = "CONNECT";
 
 /// Default target size of a grown object.
 pub const DEFAULT_GROW_BYTES: usize = 1 << 20;

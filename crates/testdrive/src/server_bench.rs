@@ -3,7 +3,7 @@
 //!
 //! Every scenario becomes three kinds of policy-server policies, all loaded in one
 //! policy-server (a fresh wasm instance per request, the settings handed over each time):
-//! ours; the **floor**, the same module, settings and payload with operation `DELETE`, which
+//! ours; the **floor**, the same module, settings and payload with operation `CONNECT`, which
 //! every policy of the bundle accepts before reading its settings; and the Kubewarden
 //! policies the entry names under `kubewarden:` (module from the anchors directory), with the
 //! same request. Each is checked once (its verdict must be testdrive's; the floor's must be
