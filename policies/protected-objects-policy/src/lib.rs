@@ -324,6 +324,24 @@ mod tests {
         At::new(v, FieldPath::empty())
     }
 
+    /// The API server always sends `resource` (kwctl refuses a request without it, so this
+    /// is a unit test rather than a case): without it a request is refused, never taken for
+    /// one of an unlisted resource.
+    #[test]
+    fn a_request_without_its_resource_is_refused() {
+        let request: AdmissionRequest = serde_json::from_value(json!({"uid": "1",
+            "kind": {"group": "", "version": "v1", "kind": "LimitRange"}, "operation": "DELETE",
+            "oldObject": {"metadata": {"name": "organization", "labels": {"tenancy-policies.io/managed": "x"}}}}))
+        .unwrap();
+        let settings: Settings =
+            policy_core::settings::parse::<settings::RawSettings, _>(&json!({})).unwrap();
+        let mut cluster = policy_core::cluster::Objects::default();
+        let mut lookups = Lookups::new(&mut cluster);
+        let err = ProtectedObjectsPolicy::validate(&request, &settings, &mut lookups).unwrap_err();
+        assert_eq!(err.to_string(), "request.resource: missing");
+        assert_eq!(err.code(), 400);
+    }
+
     #[test]
     fn bookkeeping_is_not_a_change() {
         let old = json!({"metadata": {"name": "q", "resourceVersion": "1", "managedFields": []}, "spec": {"hard": {"pods": "1"}}, "status": {}});
