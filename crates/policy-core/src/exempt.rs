@@ -6,7 +6,7 @@ use serde::Deserialize;
 use crate::cluster::{ListRequest, Lookups, OnLookupError};
 use crate::error::{PolicyError, SettingsError};
 use crate::names::NameList;
-use crate::principal::{GlobSet, Principals};
+use crate::principal::{GlobSet, Principals, RawPrincipals};
 use crate::request::UserInfo;
 use crate::verdict::Verdict;
 
@@ -49,22 +49,13 @@ impl ExemptPrincipals {
     /// Validates the lists; errors name the entry (`clusterRoles[1]: must not be empty`),
     /// relative to `exemptPrincipals`.
     pub fn build(raw: RawExemptPrincipals) -> Result<Self, SettingsError> {
-        let principals = Principals::from_parts(
-            ["users", "groups", "serviceAccounts"],
-            raw.users,
-            raw.groups,
-            &raw.service_accounts,
-        )?;
+        let principals = Principals::build(RawPrincipals {
+            users: raw.users,
+            groups: raw.groups,
+            service_accounts: raw.service_accounts,
+        })?;
         let cluster_roles = GlobSet::new(raw.cluster_roles);
-        if let Some(i) = (!crate::settings::is_reread())
-            .then(|| cluster_roles.first_empty())
-            .flatten()
-        {
-            return Err(SettingsError::new(
-                format!("clusterRoles[{i}]"),
-                "must not be empty",
-            ));
-        }
+        cluster_roles.refuse_empty("clusterRoles")?;
         Ok(ExemptPrincipals {
             principals,
             cluster_roles,

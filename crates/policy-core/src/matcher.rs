@@ -14,6 +14,7 @@
 //! pattern text. Any other pattern, or one `regex-lite` refuses, is compiled with `regex`.
 
 use std::cell::OnceCell;
+use std::collections::{BTreeSet, HashSet};
 
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
@@ -269,6 +270,79 @@ pub fn regexes(path: &str, patterns: &[String]) -> Result<Vec<FullMatch>, Settin
         .collect()
 }
 
+/// Full-match regexes from settings, matched without trying each in turn where their text
+/// allows: literal patterns are a set, `prefix.*` patterns a set of prefixes looked up by the
+/// value's own prefixes of the lengths present; only the other patterns are tried one by
+/// one. A request matching many values (every label key of an object) against many patterns
+/// so costs the values plus the patterns, not their product (`docs/semantics.md#cost`).
+///
+/// ```
+/// use policy_core::matcher::{PatternList, regexes};
+/// let list = PatternList::new(regexes("allowedLabels", &["team".into(), "custom\\.io/.*".into(), "x[0-9]+".into()]).unwrap());
+/// assert!(list.is_match("team") && list.is_match("custom.io/a") && list.is_match("x12"));
+/// assert!(!list.is_match("teams") && !list.is_match("custom.io.evil/a") && !list.is_match("x"));
+/// assert_eq!(list.patterns().collect::<Vec<_>>(), ["team", "custom\\.io/.*", "x[0-9]+"]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PatternList {
+    all: Vec<FullMatch>,
+    literals: HashSet<String>,
+    prefixes: HashSet<String>,
+    /// The distinct lengths (bytes) of `prefixes`.
+    prefix_lengths: BTreeSet<usize>,
+    /// Indices into `all` of the patterns neither literal nor `prefix.*`.
+    others: Vec<usize>,
+}
+
+impl PatternList {
+    /// Indexes `patterns` (in settings order).
+    pub fn new(patterns: Vec<FullMatch>) -> Self {
+        let mut list = PatternList::default();
+        for (i, p) in patterns.iter().enumerate() {
+            match &p.simple {
+                Some(Simple::Literal(text)) => {
+                    list.literals.insert(text.clone());
+                }
+                Some(Simple::Prefix(text)) => {
+                    list.prefix_lengths.insert(text.len());
+                    list.prefixes.insert(text.clone());
+                }
+                None => list.others.push(i),
+            }
+        }
+        list.all = patterns;
+        list
+    }
+
+    /// Whether a pattern matches the whole of `s`.
+    pub fn is_match(&self, s: &str) -> bool {
+        self.literals.contains(s)
+            || self.prefix_lengths.iter().any(|&n| {
+                s.get(..n).is_some_and(|head| self.prefixes.contains(head))
+                    && !s.get(n..).unwrap_or_default().contains('\n')
+            })
+            || self
+                .others
+                .iter()
+                .any(|&i| self.all.get(i).is_some_and(|r| r.is_match(s)))
+    }
+
+    /// Whether there is no pattern.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// The patterns as written, in settings order.
+    pub fn patterns(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.all.iter().map(FullMatch::pattern)
+    }
+
+    /// The patterns, in settings order.
+    pub fn as_slice(&self) -> &[FullMatch] {
+        &self.all
+    }
+}
+
 /// Exact names plus full-match regexes: a value matches if it is listed or a regex matches.
 /// Names are a [`NameList`]: membership costs no more than reading the list once.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -276,7 +350,7 @@ pub struct StringMatcher {
     exact: NameList,
     /// The lower-cased names of a case-insensitive matcher.
     lower: Option<NameList>,
-    regexes: Vec<FullMatch>,
+    regexes: PatternList,
 }
 
 impl StringMatcher {
@@ -285,7 +359,7 @@ impl StringMatcher {
         StringMatcher {
             exact: exact.into(),
             lower: None,
-            regexes,
+            regexes: PatternList::new(regexes),
         }
     }
 
@@ -300,7 +374,7 @@ impl StringMatcher {
         StringMatcher {
             exact,
             lower: Some(lower.into()),
-            regexes,
+            regexes: PatternList::new(regexes),
         }
     }
 
@@ -309,9 +383,9 @@ impl StringMatcher {
         match &self.lower {
             Some(lower_names) => {
                 let lower = value.to_ascii_lowercase();
-                lower_names.contains(&lower) || self.regexes.iter().any(|r| r.is_match(&lower))
+                lower_names.contains(&lower) || self.regexes.is_match(&lower)
             }
-            None => self.exact.contains(value) || self.regexes.iter().any(|r| r.is_match(value)),
+            None => self.exact.contains(value) || self.regexes.is_match(value),
         }
     }
 
@@ -327,7 +401,7 @@ impl StringMatcher {
 
     /// The regexes in settings order.
     pub fn regex_list(&self) -> &[FullMatch] {
-        &self.regexes
+        self.regexes.as_slice()
     }
 
     /// A human description for messages: `names [a, b], regexes ["x.*"]`.
@@ -337,7 +411,7 @@ impl StringMatcher {
             parts.push(format!("names {}", message::bracketed(self.exact.iter())));
         }
         if !self.regexes.is_empty() {
-            let r = self.regexes.iter().map(|r| format!("{:?}", r.pattern()));
+            let r = self.regexes.patterns().map(|p| format!("{p:?}"));
             parts.push(format!("regexes {}", message::bracketed(r)));
         }
         if parts.is_empty() {
@@ -364,6 +438,21 @@ mod tests {
                 for p in &probes {
                     prop_assert_eq!(m.is_match(p), re.is_match(p), "{:?} {:?}", pattern, p);
                 }
+            }
+        }
+    }
+
+    proptest! {
+        /// An indexed list answers as trying every pattern in turn would.
+        #[test]
+        fn pattern_list_agrees_with_every_pattern(
+            patterns in proptest::collection::vec(r"[ab\\.*/-]{0,4}", 0..8),
+            probes in proptest::collection::vec("[ab./\n-]{0,5}", 1..8),
+        ) {
+            let compiled: Vec<FullMatch> = patterns.iter().filter_map(|p| FullMatch::new(p).ok()).collect();
+            let list = PatternList::new(compiled.clone());
+            for p in &probes {
+                prop_assert_eq!(list.is_match(p), compiled.iter().any(|r| r.is_match(p)), "{:?}", p);
             }
         }
     }

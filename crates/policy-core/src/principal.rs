@@ -149,9 +149,19 @@ impl GlobSet {
         self.all.iter()
     }
 
-    /// The index of the first empty glob, if any.
-    pub fn first_empty(&self) -> Option<usize> {
-        self.all.iter().position(str::is_empty)
+    /// Refuses an empty glob as `<field>[i]: must not be empty` (not when settings are
+    /// re-read by `validate`: they were checked when the policy was loaded).
+    pub fn refuse_empty(&self, field: &str) -> Result<(), SettingsError> {
+        if crate::settings::is_reread() {
+            return Ok(());
+        }
+        match self.all.iter().position(str::is_empty) {
+            Some(i) => Err(SettingsError::new(
+                format!("{field}[{i}]"),
+                "must not be empty",
+            )),
+            None => Ok(()),
+        }
     }
 }
 
@@ -245,18 +255,8 @@ impl Principals {
         service_accounts: &NameList,
     ) -> Result<Self, SettingsError> {
         let (users, groups) = (GlobSet::new(users), GlobSet::new(groups));
-        for (field, set) in [(fields[0], &users), (fields[1], &groups)] {
-            // Settings re-read by `validate` were checked when the policy was loaded.
-            if let Some(i) = (!crate::settings::is_reread())
-                .then(|| set.first_empty())
-                .flatten()
-            {
-                return Err(SettingsError::new(
-                    format!("{field}[{i}]"),
-                    "must not be empty",
-                ));
-            }
-        }
+        users.refuse_empty(fields[0])?;
+        groups.refuse_empty(fields[1])?;
         let service_accounts = service_accounts
             .iter()
             .enumerate()

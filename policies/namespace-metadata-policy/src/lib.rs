@@ -122,7 +122,7 @@ fn judge_key(map: &str, what: &str, key: &str, rules: &KeyRules, verdict: &mut V
         );
     } else {
         let always = map == "labels" && key == METADATA_NAME_LABEL;
-        if always || rules.allowed.iter().any(|r| r.is_match(key)) {
+        if always || rules.allowed.is_match(key) {
             return;
         }
         verdict.violation(

@@ -3,7 +3,7 @@
 use policy_core::SettingsError;
 use policy_core::cluster::OnLookupError;
 use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
-use policy_core::matcher::{FullMatch, regexes};
+use policy_core::matcher::{FullMatch, PatternList, regexes};
 use policy_core::names::NameList;
 use policy_core::organization::check_key;
 use policy_core::settings::{no_duplicate_names, present};
@@ -46,7 +46,7 @@ pub struct RawSettings {
 #[derive(Clone, Debug)]
 pub struct KeyRules {
     /// Full-match regexes over the keys non-exempt principals may add, change or remove.
-    pub allowed: Vec<FullMatch>,
+    pub allowed: PatternList,
     /// Keys nobody but exempt principals may add, change or remove.
     pub protected: NameList,
 }
@@ -58,7 +58,7 @@ impl KeyRules {
         protected_field: &str,
         protected: NameList,
     ) -> Result<Self, SettingsError> {
-        let allowed = regexes(field, &allowed)?;
+        let allowed = PatternList::new(regexes(field, &allowed)?);
         if !policy_core::settings::is_reread() {
             for (i, key) in protected.iter().enumerate() {
                 check_key(&format!("{protected_field}[{i}]"), key)?;
@@ -79,7 +79,7 @@ impl KeyRules {
 
     /// The allowed patterns as written, for messages.
     pub fn patterns(&self) -> impl ExactSizeIterator<Item = &str> {
-        self.allowed.iter().map(FullMatch::pattern)
+        self.allowed.patterns()
     }
 }
 

@@ -72,18 +72,9 @@ impl TryFrom<RawSubjects> for Subjects {
         let users = GlobSet::new(raw.users);
         let groups = GlobSet::new(raw.groups);
         let namespaces = GlobSet::new(raw.namespaces);
-        for (field, set) in [
-            ("users", &users),
-            ("groups", &groups),
-            ("namespaces", &namespaces),
-        ] {
-            if let Some(i) = (!is_reread()).then(|| set.first_empty()).flatten() {
-                return Err(SettingsError::new(
-                    format!("{field}[{i}]"),
-                    "must not be empty",
-                ));
-            }
-        }
+        users.refuse_empty("users")?;
+        groups.refuse_empty("groups")?;
+        namespaces.refuse_empty("namespaces")?;
         let mut service_accounts = Vec::with_capacity(raw.service_accounts.len());
         for (i, s) in raw.service_accounts.iter().enumerate() {
             service_accounts.push(
