@@ -4,7 +4,9 @@
 
 use crate::cluster::{GetRequest, Lookups};
 use crate::error::{PolicyError, SettingsError};
+use crate::json::At;
 use crate::labels::is_label_key;
+use crate::metadata::string_map;
 
 /// The default organization label, `appuio.io/organization`.
 pub const DEFAULT_LABEL: &str = "appuio.io/organization";
@@ -14,6 +16,24 @@ pub const DEFAULT_ANNOTATION: &str = "appuio.io/default-organization";
 
 /// The API version of OpenShift `User` objects.
 pub const OPENSHIFT_USER_API_VERSION: &str = "user.openshift.io/v1";
+
+/// The organization an object names: its label `label`, `None` when absent or empty.
+/// `metadata.labels` must be a map of strings (400 naming the path otherwise).
+///
+/// ```
+/// use policy_core::json::At;
+/// use policy_core::organization::{DEFAULT_LABEL, named_by};
+/// let ns = serde_json::json!({"metadata": {"labels": {"appuio.io/organization": "acme"}}});
+/// let at = At::new(&ns, policy_core::FieldPath::empty());
+/// assert_eq!(named_by(&at, DEFAULT_LABEL).unwrap(), Some("acme"));
+/// assert_eq!(named_by(&at, "other").unwrap(), None);
+/// ```
+pub fn named_by<'a>(object: &At<'a>, label: &str) -> Result<Option<&'a str>, PolicyError> {
+    Ok(string_map(Some(object), "labels")?
+        .and_then(|labels| labels.get(label))
+        .and_then(serde_json::Value::as_str)
+        .filter(|org| !org.is_empty()))
+}
 
 /// Checks a label or annotation key given in settings at `path`.
 pub fn check_key(path: &str, key: &str) -> Result<(), SettingsError> {

@@ -10,6 +10,7 @@ use policy_core::cluster::{HostCapabilities, Lookups};
 use policy_core::gate::{Admitted, Gate, HandledKind, NAMESPACE, PROJECT};
 use policy_core::json::At;
 use policy_core::metadata::string_map;
+use policy_core::organization::named_by;
 use policy_core::policy::Policy;
 use policy_core::request::{AdmissionRequest, Operation};
 use policy_core::{FieldPath, PolicyError, Verdict};
@@ -50,7 +51,7 @@ impl Policy for NamespaceOrganizationPolicy {
         };
         let label = settings.organization_label.as_str();
         let target = Target {
-            organization: organization(&admitted.object, label)?,
+            organization: named_by(&admitted.object, label)?,
             path: FieldPath::root("metadata").field("labels").key(label),
         };
         let old = match request.operation {
@@ -59,7 +60,7 @@ impl Policy for NamespaceOrganizationPolicy {
         };
         // README rule 1: an UPDATE that keeps the organization is not judged (no lookup).
         if let Some(old) = &old
-            && organization(old, label)? == target.organization
+            && named_by(old, label)? == target.organization
         {
             return Ok(Verdict::accept());
         }
@@ -69,15 +70,6 @@ impl Policy for NamespaceOrganizationPolicy {
             namespace(request, &target, settings, lookups)
         }
     }
-}
-
-/// The organization label of an object: `None` when absent or empty (`metadata.labels` must
-/// be a map of strings, 400 otherwise).
-fn organization<'a>(object: &At<'a>, label: &str) -> Result<Option<&'a str>, PolicyError> {
-    Ok(string_map(Some(object), "labels")?
-        .and_then(|labels| labels.get(label))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty()))
 }
 
 /// README rule 2: a Project is judged for the requester its annotation names (on UPDATE the

@@ -5,8 +5,7 @@
 //! (`docs/semantics.md#create-and-update`).
 
 use policy_core::gate::Admitted;
-use policy_core::json::At;
-use policy_core::metadata::string_map;
+use policy_core::organization::named_by;
 use policy_core::request::Operation;
 use policy_core::{FieldPath, PolicyError};
 
@@ -44,15 +43,6 @@ pub enum Kind {
     ProjectRequest,
 }
 
-/// The label value of `object` under `label`; empty or absent is none. Labels must be a map
-/// of strings (400 otherwise).
-fn label_of<'r>(object: &At<'r>, label: &str) -> Result<Option<&'r str>, PolicyError> {
-    Ok(string_map(Some(object), "labels")?
-        .and_then(|labels| labels.get(label))
-        .and_then(serde_json::Value::as_str)
-        .filter(|v| !v.is_empty()))
-}
-
 /// The object's `metadata.name` (a string when present, 400 otherwise), else the request's
 /// name.
 fn name_of<'r>(admitted: &Admitted<'r>) -> Result<Option<&'r str>, PolicyError> {
@@ -83,9 +73,9 @@ pub fn read<'r>(
             missing_path: name_path,
         }));
     }
-    let new = label_of(&admitted.object, label)?;
+    let new = named_by(&admitted.object, label)?;
     if update {
-        let old = label_of(&admitted.request.old_object()?, label)?;
+        let old = named_by(&admitted.request.old_object()?, label)?;
         // A removed label, or one left as it was, moves the namespace into no organization.
         if new.is_none() || new == old {
             return Ok(None);
