@@ -2,7 +2,6 @@
 //! conflicts rejected), get default pairs with a per-namespace annotation override, and may
 //! be kept from pinning themselves to nodes with `spec.nodeName` (README rules 1–6).
 
-pub mod annotation;
 pub mod settings;
 
 use std::collections::HashSet;
@@ -10,6 +9,7 @@ use std::collections::HashSet;
 use policy_core::class::skip_on_lookup_error;
 use policy_core::cluster::{GetRequest, HostCapabilities, Lookups};
 use policy_core::names::NameMap;
+use policy_core::node_defaults::namespace_default;
 use policy_core::pod::PodView;
 use policy_core::policy::Policy;
 use policy_core::request::{AdmissionRequest, Operation};
@@ -177,49 +177,22 @@ fn node_has_required_labels(
     Ok(())
 }
 
-/// The default pairs: the namespace annotation when configured, present and non-empty,
-/// else `defaultNodeSelector`. `None` when the rule is skipped (bad annotation, which is a
-/// violation, or a failed lookup with `onLookupError: accept`).
+/// The default pairs (core `node_defaults::namespace_default`); `None` when the rule is
+/// skipped.
 fn defaults(
     request: &AdmissionRequest,
     settings: &Settings,
     lookups: &mut Lookups<'_>,
     verdict: &mut Verdict,
 ) -> Result<Option<NameMap>, PolicyError> {
-    let from_settings = || settings.default_node_selector.clone();
-    let Some(annotation) = &settings.default_node_selector_annotation else {
-        return Ok(Some(from_settings()));
-    };
-    let namespace = request.namespace()?;
-    let found = match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
-        Ok(found) => found,
-        Err(e) => {
-            skip_on_lookup_error(e, &FieldPath::empty(), settings.on_lookup_error, verdict)?;
-            return Ok(None);
-        }
-    };
-    let text = found
-        .and_then(|ns| ns.get("metadata"))
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(annotation))
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
-    let Some(text) = text else {
-        return Ok(Some(from_settings()));
-    };
-    match annotation::parse_selector(text) {
-        Some(pairs) => Ok(Some(pairs)),
-        None => {
-            verdict.violation(
-                &FieldPath::empty(),
-                format!(
-                    "namespace {namespace:?} annotation {annotation}: invalid selector {text:?} (expected key=value[,key=value])"
-                ),
-            );
-            Ok(None)
-        }
-    }
+    namespace_default(
+        request,
+        &settings.default_node_selector,
+        settings.default_node_selector_annotation.as_deref(),
+        settings.on_lookup_error,
+        lookups,
+        verdict,
+    )
 }
 
 /// Pod UPDATE (scheduling-gated Pods may add nodeSelector entries): added or changed entries

@@ -3,10 +3,10 @@
 use policy_core::SettingsError;
 use policy_core::cluster::OnLookupError;
 use policy_core::names::NameMap;
-use policy_core::settings::{Raw, is_reread};
+use policy_core::settings::Raw;
 use serde::Deserialize;
 
-use policy_core::labels::{check_label, is_label_key};
+use policy_core::node_defaults::{check_annotation, check_pairs};
 
 /// How default pairs are added.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -51,26 +51,6 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-/// Refuses invalid label keys and values and repeated keys. Skipped when settings are re-read
-/// (`validate`): the host validated them when it loaded the policy, and these checks cannot
-/// change a verdict.
-fn check_map(name: &str, map: &NameMap) -> Result<(), SettingsError> {
-    if is_reread() {
-        return Ok(());
-    }
-    if let Some(i) = map.first_duplicate() {
-        let key = map.iter().nth(i).map(|(k, _)| k).unwrap_or_default();
-        return Err(SettingsError::new(
-            format!("{name}[{key:?}]"),
-            "repeated key",
-        ));
-    }
-    for (k, v) in map.iter() {
-        check_label(name, k, v)?;
-    }
-    Ok(())
-}
-
 impl Settings {
     /// Decodes and validates raw settings.
     pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
@@ -82,16 +62,12 @@ impl TryFrom<RawSettings> for Settings {
     type Error = SettingsError;
 
     fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
-        check_map("requiredNodeSelector", &raw.required_node_selector)?;
-        check_map("defaultNodeSelector", &raw.default_node_selector)?;
-        if let Some(a) = &raw.default_node_selector_annotation
-            && !is_label_key(a)
-        {
-            return Err(SettingsError::new(
-                "defaultNodeSelectorAnnotation",
-                format!("{a:?} is not a valid annotation key"),
-            ));
-        }
+        check_pairs("requiredNodeSelector", &raw.required_node_selector)?;
+        check_pairs("defaultNodeSelector", &raw.default_node_selector)?;
+        check_annotation(
+            "defaultNodeSelectorAnnotation",
+            raw.default_node_selector_annotation.as_deref(),
+        )?;
         for (k, v) in raw.default_node_selector.iter() {
             if let Some(r) = raw.required_node_selector.get(k)
                 && r != v

@@ -32,7 +32,7 @@ pub fn judge(
     let requests = requests(spec)?;
     let requests_path = || spec.path.field("resources").field("requests");
     let map = requests.as_ref().map(|r| r.object()).transpose()?;
-    let request = super::pods::read_value(map, STORAGE, &requests_path)?;
+    let request = crate::pod_resources::read_value(map, STORAGE, &requests_path)?;
     let base = || spec.path.field("resources");
     let observed = Observed {
         request: request.as_ref(),

@@ -27,7 +27,7 @@ pub mod claims;
 pub mod pods;
 mod reread;
 pub mod settings;
-mod spelling;
+pub(crate) mod spelling;
 
 pub use pods::Stage;
 pub use settings::{Bound, ItemType, LimitRanges, RawSettings, Resource, ResourceList};

@@ -13,6 +13,7 @@ use crate::verdict::Verdict;
 
 use super::bounds::{Observed, Side, Subject, check};
 use super::settings::{LimitRanges, Resource};
+use crate::pod_resources::{Role, Total, object_field, read_value, role};
 
 /// How a pod spec is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,154 +27,11 @@ pub enum Stage {
     Resize,
 }
 
-/// A container's part in the Pod totals (Kubernetes effective-request rule).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
-    /// A regular container: added to the running sum.
-    Regular,
-    /// An init container with `restartPolicy: Always`: added to the sum and to the sidecars
-    /// started so far.
-    Sidecar,
-    /// An ordinary init container: its value plus the sidecars started before it.
-    Init,
-}
-
-/// One total of one resource (request or limit).
-#[derive(Clone, Debug, Default)]
-struct Total {
-    /// Regular containers and sidecars.
-    sum: Option<Quantity>,
-    /// Sidecars started so far.
-    sidecars: Option<Quantity>,
-    /// The largest ordinary init container plus the sidecars started before it.
-    init: Option<Quantity>,
-}
-
-/// `a + b`, absent when both are; saturated instead of overflowing (values are
-/// non-negative, so a saturated total still exceeds every max).
-fn plus(a: Option<&Quantity>, b: Option<&Quantity>) -> Option<Quantity> {
-    match (a, b) {
-        (None, None) => None,
-        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
-        (Some(x), Some(y)) => Some(
-            x.checked_add(y)
-                .unwrap_or_else(|| Quantity::from_nanos(i128::MAX)),
-        ),
-    }
-}
-
-impl Total {
-    fn add(&mut self, role: Role, value: Option<&Quantity>) {
-        match role {
-            Role::Regular => self.sum = plus(self.sum.as_ref(), value),
-            Role::Sidecar => {
-                self.sum = plus(self.sum.as_ref(), value);
-                self.sidecars = plus(self.sidecars.as_ref(), value);
-            }
-            Role::Init => {
-                let candidate = plus(value, self.sidecars.as_ref());
-                if let Some(c) = candidate
-                    && self.init.as_ref().is_none_or(|i| c > *i)
-                {
-                    self.init = Some(c);
-                }
-            }
-        }
-    }
-
-    /// The Pod value: the sum, raised to the largest init value.
-    fn value(&self) -> Option<&Quantity> {
-        match (&self.sum, &self.init) {
-            (Some(s), Some(i)) if i > s => Some(i),
-            (Some(s), _) => Some(s),
-            (None, i) => i.as_ref(),
-        }
-    }
-}
-
 /// The totals of one resource.
 #[derive(Clone, Debug, Default)]
 struct Totals {
     requests: Total,
     limits: Total,
-}
-
-/// Reads resource `name` of the map `map` (`resources.limits`, whose path `at` gives); a
-/// value that is no quantity, or a negative one, is malformed (400). Paths are built only
-/// for a refusal: a 1 MiB Pod has thousands of containers.
-pub(super) fn read_value(
-    map: Option<&Map<String, Value>>,
-    name: &str,
-    at: &dyn Fn() -> FieldPath,
-) -> Result<Option<Quantity>, PolicyError> {
-    let Some(value) = map.and_then(|m| m.get(name)).filter(|v| !v.is_null()) else {
-        return Ok(None);
-    };
-    // the canonical spellings are read without allocating (a 1 MiB Pod has thousands)
-    if let Value::String(text) = value
-        && let Some(q) = super::spelling::quantity(text)
-    {
-        return Ok(Some(q));
-    }
-    let path = || value_path_of(&at(), name);
-    let q =
-        Quantity::from_json(value).map_err(|e| PolicyError::malformed(&path(), e.to_string()))?;
-    if q.is_negative() {
-        return Err(PolicyError::malformed(
-            &path(),
-            format!("{:?} must not be negative", q.to_string()),
-        ));
-    }
-    Ok(Some(q))
-}
-
-/// `map.name`, or `map["name"]` for names with other characters.
-fn value_path_of(map: &FieldPath, name: &str) -> FieldPath {
-    match name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        true => map.field(name),
-        false => map.key(name),
-    }
-}
-
-/// Object field `name` of `map` (`None` when absent or `null`); another type is malformed at
-/// the path `at` gives plus `name`.
-fn object_field<'a>(
-    map: &'a Map<String, Value>,
-    name: &str,
-    at: &dyn Fn() -> FieldPath,
-) -> Result<Option<&'a Map<String, Value>>, PolicyError> {
-    match map.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(m)) => Ok(Some(m)),
-        Some(_) => Err(PolicyError::malformed(
-            &at().field(name),
-            "expected an object",
-        )),
-    }
-}
-
-/// The role of a container of `list`: an init container with `restartPolicy: Always` is a
-/// sidecar.
-fn role(
-    list: ContainerList,
-    container: &Map<String, Value>,
-    at: &dyn Fn() -> FieldPath,
-) -> Result<Role, PolicyError> {
-    if list != ContainerList::Init {
-        return Ok(Role::Regular);
-    }
-    match container.get("restartPolicy") {
-        None | Some(Value::Null) => Ok(Role::Init),
-        Some(Value::String(p)) if p == "Always" => Ok(Role::Sidecar),
-        Some(Value::String(_)) => Ok(Role::Init),
-        Some(_) => Err(PolicyError::malformed(
-            &at().field("restartPolicy"),
-            "expected a string",
-        )),
-    }
 }
 
 /// Judges the pod spec of `view` (README rules 1–3, 5); defaults of a Pod being created

@@ -58,7 +58,7 @@ thread_local! {
 
 /// The quantity spelled `text`, built without allocating when [`canonical_nanos`] reads it
 /// (it then displays as `text`); `None` otherwise.
-pub(super) fn quantity(text: &str) -> Option<Quantity> {
+pub(crate) fn quantity(text: &str) -> Option<Quantity> {
     let (nanos, binary) = canonical_nanos(text)?;
     ZEROS.with(|z| {
         let (decimal, binary_zero) = z.get_or_init(|| {

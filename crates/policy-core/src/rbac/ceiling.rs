@@ -1,0 +1,460 @@
+//! A ceiling of rules, indexed so that each atomic permission of a role is judged with a
+//! constant number of lookups, and coverage as the API server's escalation check decides:
+//! a role's rule is broken into atomic values (a literal `*` is a value); a ceiling rule
+//! covers one when its verbs hold `*` or the verb, its apiGroups `*` or the group, its
+//! resources `*`, the resource or `*/<sub>`, and its `resourceNames` are empty or hold the
+//! name (an atom without a name needs a ceiling rule without names). A non-resource URL is
+//! covered by an equal entry, or by an entry ending in `*` that prefixes it.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use super::rule::{PolicyRule, RuleView, describe_resource};
+use crate::error::SettingsError;
+
+/// The most (API group, resource) pairs a ceiling may index: a ceiling is a handful of rules;
+/// a larger one is refused in settings rather than indexed on every request.
+pub const MAX_CEILING_PAIRS: usize = 100_000;
+
+/// The most atomic permissions (API group × resource × verb × resource name, and URL × verb)
+/// judged per object; a role beyond it is refused as too large to judge.
+pub const MAX_ATOMS: usize = 100_000;
+
+/// The most uncovered (group, resource) pairs a rule reports one by one; the rest are counted.
+const REPORTED_PER_RULE: usize = 20;
+
+/// Verbs a ceiling entry covers.
+#[derive(Clone, Debug, Default)]
+struct Verbs {
+    all: bool,
+    verbs: HashSet<String>,
+}
+
+impl Verbs {
+    fn add(&mut self, verbs: &[String]) {
+        for v in verbs {
+            match v.as_str() {
+                "*" => self.all = true,
+                _ => {
+                    self.verbs.insert(v.clone());
+                }
+            }
+        }
+    }
+
+    fn covers(&self, verb: &str) -> bool {
+        self.all || self.verbs.contains(verb)
+    }
+}
+
+/// What the ceiling grants on one (group, resource) key: verbs on every object, and verbs on
+/// named objects only.
+#[derive(Clone, Debug, Default)]
+struct Entry {
+    unnamed: Verbs,
+    named: HashMap<String, Verbs>,
+}
+
+impl Entry {
+    fn covers(&self, verb: &str, name: Option<&str>) -> bool {
+        self.unnamed.covers(verb)
+            || name
+                .and_then(|n| self.named.get(n))
+                .is_some_and(|v| v.covers(verb))
+    }
+}
+
+/// The ceiling, indexed by (API group, resource) as written (`*` and `*/<sub>` included) and
+/// by non-resource URL (exact, and prefixes of entries ending in `*`).
+#[derive(Clone, Debug, Default)]
+pub struct Ceiling {
+    resources: HashMap<(String, String), Entry>,
+    urls: HashMap<String, Verbs>,
+    url_prefixes: HashMap<String, Verbs>,
+    /// Distinct prefix lengths, to look a URL's prefixes up instead of trying each entry.
+    prefix_lengths: BTreeSet<usize>,
+}
+
+impl Ceiling {
+    /// Indexes `rules` (settings `field`); refuses a rule that grants nothing and a ceiling
+    /// over [`MAX_CEILING_PAIRS`] pairs.
+    pub fn build(rules: &[PolicyRule], field: &str) -> Result<Self, SettingsError> {
+        let mut ceiling = Ceiling::default();
+        let mut pairs = 0usize;
+        for (i, rule) in rules.iter().enumerate() {
+            rule.check(&format!("{field}[{i}]"))?;
+            pairs =
+                pairs.saturating_add(rule.api_groups.len().saturating_mul(rule.resources.len()));
+            if pairs > MAX_CEILING_PAIRS {
+                return Err(SettingsError::new(
+                    field,
+                    format!(
+                        "more than {MAX_CEILING_PAIRS} (API group, resource) pairs; a ceiling is a handful of rules"
+                    ),
+                ));
+            }
+            ceiling.add(rule);
+        }
+        Ok(ceiling)
+    }
+
+    fn add(&mut self, rule: &PolicyRule) {
+        for url in &rule.non_resource_urls {
+            let (map, key) = match url.strip_suffix('*') {
+                Some(prefix) => {
+                    self.prefix_lengths.insert(prefix.len());
+                    (&mut self.url_prefixes, prefix)
+                }
+                None => (&mut self.urls, url.as_str()),
+            };
+            map.entry(key.to_owned()).or_default().add(&rule.verbs);
+        }
+        for group in &rule.api_groups {
+            for resource in &rule.resources {
+                let entry = self
+                    .resources
+                    .entry((group.clone(), resource.clone()))
+                    .or_default();
+                match rule.resource_names.is_empty() {
+                    true => entry.unnamed.add(&rule.verbs),
+                    false => {
+                        for name in &rule.resource_names {
+                            entry
+                                .named
+                                .entry(name.clone())
+                                .or_default()
+                                .add(&rule.verbs);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the ceiling covers `verb` on `resource` of `group` (on object `name`, or on
+    /// every object).
+    pub fn covers(&self, group: &str, resource: &str, verb: &str, name: Option<&str>) -> bool {
+        let sub = resource.split_once('/').map(|(_, sub)| format!("*/{sub}"));
+        let resources = [Some(resource), Some("*"), sub.as_deref()];
+        [group, "*"].into_iter().any(|g| {
+            resources.iter().flatten().any(|r| {
+                self.resources
+                    .get(&(g.to_owned(), (*r).to_owned()))
+                    .is_some_and(|e| e.covers(verb, name))
+            })
+        })
+    }
+
+    /// Whether the ceiling covers `verb` on the non-resource URL `url`.
+    pub fn covers_url(&self, url: &str, verb: &str) -> bool {
+        if self.urls.get(url).is_some_and(|v| v.covers(verb)) {
+            return true;
+        }
+        self.prefix_lengths
+            .iter()
+            .take_while(|l| **l <= url.len())
+            .any(|l| {
+                url.get(..*l)
+                    .and_then(|p| self.url_prefixes.get(p))
+                    .is_some_and(|v| v.covers(verb))
+            })
+    }
+
+    /// The permissions of `rule` the ceiling does not cover, one entry per (group, resource,
+    /// name) or URL with its uncovered verbs, in the rule's order; `budget` is the number
+    /// of atoms still to be judged in this object, reduced by this rule's.
+    pub fn uncovered(
+        &self,
+        rule: &RuleView<'_>,
+        budget: &mut usize,
+    ) -> Result<Vec<Uncovered>, usize> {
+        let groups = distinct(&rule.api_groups);
+        let resources = distinct(&rule.resources);
+        let verbs = distinct(&rule.verbs);
+        let names = distinct(&rule.resource_names);
+        let urls = distinct(&rule.non_resource_urls);
+        let atoms = groups
+            .len()
+            .saturating_mul(resources.len())
+            .saturating_mul(verbs.len())
+            .saturating_mul(names.len().max(1))
+            .saturating_add(urls.len().saturating_mul(verbs.len()));
+        if atoms > *budget {
+            return Err(atoms);
+        }
+        *budget -= atoms;
+        let mut out = Vec::new();
+        let named: Vec<Option<&str>> = match names.is_empty() {
+            true => vec![None],
+            false => names.iter().map(|n| Some(*n)).collect(),
+        };
+        for g in &groups {
+            for r in &resources {
+                for n in &named {
+                    let missing: Vec<String> = verbs
+                        .iter()
+                        .filter(|v| !self.covers(g, r, v, *n))
+                        .map(|v| (*v).to_owned())
+                        .collect();
+                    if !missing.is_empty() {
+                        out.push(Uncovered::Resource {
+                            group: (*g).to_owned(),
+                            resource: (*r).to_owned(),
+                            name: n.map(str::to_owned),
+                            verbs: missing,
+                        });
+                    }
+                }
+            }
+        }
+        for u in &urls {
+            let missing: Vec<String> = verbs
+                .iter()
+                .filter(|v| !self.covers_url(u, v))
+                .map(|v| (*v).to_owned())
+                .collect();
+            if !missing.is_empty() {
+                out.push(Uncovered::Url {
+                    url: (*u).to_owned(),
+                    verbs: missing,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `list` without repeats, in first-occurrence order.
+fn distinct<'a>(list: &[&'a str]) -> Vec<&'a str> {
+    let mut seen = HashSet::with_capacity(list.len());
+    list.iter().copied().filter(|v| seen.insert(*v)).collect()
+}
+
+/// Permissions a rule grants beyond the ceiling.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Uncovered {
+    /// Verbs on a resource (of a named object).
+    Resource {
+        /// API group.
+        group: String,
+        /// Resource.
+        resource: String,
+        /// Object name, when the rule names objects.
+        name: Option<String>,
+        /// The uncovered verbs.
+        verbs: Vec<String>,
+    },
+    /// Verbs on a non-resource URL.
+    Url {
+        /// The URL.
+        url: String,
+        /// The uncovered verbs.
+        verbs: Vec<String>,
+    },
+}
+
+impl Uncovered {
+    /// `"get", "list" on "nodes"` (`named "x"`, `in API group "apps"`).
+    pub fn describe(&self) -> String {
+        let (verbs, what) = match self {
+            Uncovered::Resource {
+                group,
+                resource,
+                name,
+                verbs,
+            } => {
+                let named = name
+                    .as_ref()
+                    .map(|n| format!(" named {n:?}"))
+                    .unwrap_or_default();
+                let res = describe_resource("", resource, true);
+                let group = match group.as_str() {
+                    "" => String::new(),
+                    g => format!(" in API group {g:?}"),
+                };
+                (verbs, format!("{res}{named}{group}"))
+            }
+            Uncovered::Url { url, verbs } => (verbs, format!("{url:?}")),
+        };
+        let list: Vec<String> = verbs.iter().map(|v| format!("{v:?}")).collect();
+        format!("{} on {what}", list.join(", "))
+    }
+
+    /// Whether more than one verb is uncovered.
+    pub fn plural(&self) -> bool {
+        match self {
+            Uncovered::Resource { verbs, .. } | Uncovered::Url { verbs, .. } => verbs.len() > 1,
+        }
+    }
+}
+
+/// The violations of `rule` at `path` against `ceiling`: one per uncovered (group,
+/// resource, name) or URL, at most [`REPORTED_PER_RULE`] then a count, or one saying the
+/// rule is too large to judge.
+pub fn ceiling_problems(ceiling: &Ceiling, rule: &RuleView<'_>, budget: &mut usize) -> Vec<String> {
+    match ceiling.uncovered(rule, budget) {
+        Err(atoms) => vec![format!(
+            "grants {atoms} atomic permissions (API groups × resources × verbs × resource names), more than the {MAX_ATOMS} per object this policy compares with the ceiling; split the role"
+        )],
+        Ok(list) => {
+            let mut out: Vec<String> = list
+                .iter()
+                .take(REPORTED_PER_RULE)
+                .map(|u| {
+                    let be = if u.plural() { "are" } else { "is" };
+                    format!("{} {be} outside the tenant ceiling", u.describe())
+                })
+                .collect();
+            if list.len() > REPORTED_PER_RULE {
+                out.push(format!(
+                    "and {} more permissions outside the tenant ceiling",
+                    list.len() - REPORTED_PER_RULE
+                ));
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::At;
+    use crate::path::FieldPath;
+    use serde_json::{Value, json};
+
+    fn ceiling(rules: Value) -> Ceiling {
+        let rules: Vec<PolicyRule> = serde_json::from_value(rules).unwrap();
+        Ceiling::build(&rules, "ceiling").unwrap()
+    }
+
+    fn problems(c: &Ceiling, rule: Value) -> Vec<String> {
+        let view = RuleView::read(&At::new(&rule, FieldPath::dotted("rules[0]"))).unwrap();
+        ceiling_problems(c, &view, &mut MAX_ATOMS.clone())
+    }
+
+    #[test]
+    fn coverage_is_the_escalation_check() {
+        let c = ceiling(json!([
+            {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
+            {"apiGroups": ["apps"], "resources": ["*/scale"], "verbs": ["update"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["db", "tls"]},
+            {"apiGroups": ["*"], "resources": ["events"], "verbs": ["*"]},
+            {"nonResourceURLs": ["/healthz", "/api/*"], "verbs": ["get"]}
+        ]));
+        assert!(problems(&c, json!({"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["list", "get"]})).is_empty());
+        assert_eq!(
+            problems(
+                &c,
+                json!({"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "watch"]})
+            ),
+            [
+                "\"watch\" on \"pods\" is outside the tenant ceiling",
+                "\"get\", \"watch\" on \"nodes\" are outside the tenant ceiling"
+            ]
+        );
+        // */scale covers deployments/scale and the literal */scale
+        assert!(problems(&c, json!({"apiGroups": ["apps"], "resources": ["deployments/scale", "*/scale"], "verbs": ["update"]})).is_empty());
+        assert_eq!(
+            problems(
+                &c,
+                json!({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["update"]})
+            ),
+            ["\"update\" on \"deployments\" in API group \"apps\" is outside the tenant ceiling"]
+        );
+        // a literal * is a value: verbs ["*"] is not covered by a list of verbs
+        assert_eq!(
+            problems(
+                &c,
+                json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]})
+            ),
+            ["\"*\" on \"pods\" is outside the tenant ceiling"]
+        );
+        // names: a subset is covered, no names needs a ceiling without names
+        assert!(problems(&c, json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["db"]})).is_empty());
+        assert_eq!(
+            problems(
+                &c,
+                json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["db", "other"]})
+            ),
+            ["\"get\" on \"secrets\" named \"other\" is outside the tenant ceiling"]
+        );
+        assert_eq!(
+            problems(
+                &c,
+                json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]})
+            )
+            .len(),
+            1
+        );
+        // group and verb wildcards of the ceiling
+        assert!(problems(&c, json!({"apiGroups": ["events.k8s.io", ""], "resources": ["events"], "verbs": ["*", "delete"]})).is_empty());
+        // URLs: equal or prefixed by an entry ending in *
+        assert!(
+            problems(
+                &c,
+                json!({"nonResourceURLs": ["/healthz", "/api/v1", "/api/*"], "verbs": ["get"]})
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            problems(
+                &c,
+                json!({"nonResourceURLs": ["/healthz/ready", "/apis"], "verbs": ["get"]})
+            ),
+            [
+                "\"get\" on \"/healthz/ready\" is outside the tenant ceiling",
+                "\"get\" on \"/apis\" is outside the tenant ceiling"
+            ]
+        );
+    }
+
+    #[test]
+    fn repeats_are_judged_once_and_large_rules_are_bounded() {
+        let c = ceiling(json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]));
+        let many: Vec<String> = (0..50_000).map(|_| "get".to_owned()).collect();
+        assert!(
+            problems(
+                &c,
+                json!({"apiGroups": [""], "resources": ["pods"], "verbs": many})
+            )
+            .is_empty()
+        );
+        let groups: Vec<String> = (0..1000).map(|i| format!("g{i}")).collect();
+        let resources: Vec<String> = (0..1000).map(|i| format!("r{i}")).collect();
+        let p = problems(
+            &c,
+            json!({"apiGroups": groups, "resources": resources, "verbs": ["get"]}),
+        );
+        assert_eq!(p.len(), 1);
+        assert!(
+            p[0].starts_with("grants 1000000 atomic permissions"),
+            "{}",
+            p[0]
+        );
+        let resources: Vec<String> = (0..30).map(|i| format!("r{i}")).collect();
+        let p = problems(
+            &c,
+            json!({"apiGroups": [""], "resources": resources, "verbs": ["get"]}),
+        );
+        assert_eq!(p.len(), REPORTED_PER_RULE + 1);
+        assert_eq!(
+            p[REPORTED_PER_RULE],
+            "and 10 more permissions outside the tenant ceiling"
+        );
+    }
+
+    #[test]
+    fn oversized_ceilings_are_refused() {
+        let groups: Vec<String> = (0..1000).map(|i| format!("g{i}")).collect();
+        let resources: Vec<String> = (0..1000).map(|i| format!("r{i}")).collect();
+        let rules: Vec<PolicyRule> = serde_json::from_value(
+            json!([{"apiGroups": groups, "resources": resources, "verbs": ["get"]}]),
+        )
+        .unwrap();
+        let e = Ceiling::build(&rules, "ceiling").unwrap_err();
+        assert!(
+            e.to_string().starts_with("ceiling: more than 100000"),
+            "{e}"
+        );
+    }
+}
