@@ -22,27 +22,54 @@ pub const MAX_ATOMS: usize = 100_000;
 /// The most uncovered (group, resource) pairs a rule reports one by one; the rest are counted.
 const REPORTED_PER_RULE: usize = 20;
 
+/// The verbs every standard request uses, kept as bits (a ceiling rule lists them again and
+/// again; sets of strings per entry would dominate the cost of indexing it).
+const STANDARD_VERBS: [&str; 8] = [
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+];
+
+/// The bit of a standard verb.
+fn standard_bit(verb: &str) -> Option<u8> {
+    STANDARD_VERBS
+        .iter()
+        .position(|v| *v == verb)
+        .map(|i| 1u8 << i)
+}
+
 /// Verbs a ceiling entry covers.
 #[derive(Clone, Debug, Default)]
 struct Verbs {
     all: bool,
-    verbs: HashSet<String>,
+    standard: u8,
+    other: HashSet<String>,
 }
 
 impl Verbs {
     fn add(&mut self, verbs: &[String]) {
         for v in verbs {
-            match v.as_str() {
-                "*" => self.all = true,
-                _ => {
-                    self.verbs.insert(v.clone());
+            match (v.as_str(), standard_bit(v)) {
+                ("*", _) => self.all = true,
+                (_, Some(bit)) => self.standard |= bit,
+                (_, None) => {
+                    self.other.insert(v.clone());
                 }
             }
         }
     }
 
     fn covers(&self, verb: &str) -> bool {
-        self.all || self.verbs.contains(verb)
+        self.all
+            || match standard_bit(verb) {
+                Some(bit) => self.standard & bit != 0,
+                None => self.other.contains(verb),
+            }
     }
 }
 
@@ -55,6 +82,17 @@ struct Entry {
 }
 
 impl Entry {
+    fn add(&mut self, rule: &PolicyRule) {
+        match rule.resource_names.is_empty() {
+            true => self.unnamed.add(&rule.verbs),
+            false => {
+                for name in &rule.resource_names {
+                    self.named.entry(name.clone()).or_default().add(&rule.verbs);
+                }
+            }
+        }
+    }
+
     fn covers(&self, verb: &str, name: Option<&str>) -> bool {
         self.unnamed.covers(verb)
             || name
@@ -63,11 +101,45 @@ impl Entry {
     }
 }
 
-/// The ceiling, indexed by (API group, resource) as written (`*` and `*/<sub>` included) and
-/// by non-resource URL (exact, and prefixes of entries ending in `*`).
+/// The ceiling's entries of one API group (or of `*`): by resource, by subresource for
+/// `*/<sub>` entries, and the `*` entry.
+#[derive(Clone, Debug, Default)]
+struct Group {
+    resources: HashMap<String, Entry>,
+    subresources: HashMap<String, Entry>,
+    any: Option<Entry>,
+}
+
+impl Group {
+    fn add(&mut self, resource: &str, rule: &PolicyRule) {
+        let entry = match (resource, resource.strip_prefix("*/")) {
+            ("*", _) => self.any.get_or_insert_with(Entry::default),
+            (_, Some(sub)) => entry_of(&mut self.subresources, sub),
+            _ => entry_of(&mut self.resources, resource),
+        };
+        entry.add(rule);
+    }
+
+    fn covers(&self, resource: &str, verb: &str, name: Option<&str>) -> bool {
+        let covers = |e: Option<&Entry>| e.is_some_and(|e| e.covers(verb, name));
+        covers(self.resources.get(resource))
+            || covers(self.any.as_ref())
+            || resource
+                .split_once('/')
+                .is_some_and(|(_, sub)| covers(self.subresources.get(sub)))
+    }
+}
+
+/// The entry of `key`, created empty when new.
+fn entry_of<'m, T: Default>(map: &'m mut HashMap<String, T>, key: &str) -> &'m mut T {
+    map.entry(key.to_owned()).or_default()
+}
+
+/// The ceiling, indexed by API group (`*` included) and resource (`*` and `*/<sub>`
+/// included), and by non-resource URL (exact, and prefixes of entries ending in `*`).
 #[derive(Clone, Debug, Default)]
 pub struct Ceiling {
-    resources: HashMap<(String, String), Entry>,
+    groups: HashMap<String, Group>,
     urls: HashMap<String, Verbs>,
     url_prefixes: HashMap<String, Verbs>,
     /// Distinct prefix lengths, to look a URL's prefixes up instead of trying each entry.
@@ -106,26 +178,12 @@ impl Ceiling {
                 }
                 None => (&mut self.urls, url.as_str()),
             };
-            map.entry(key.to_owned()).or_default().add(&rule.verbs);
+            entry_of(map, key).add(&rule.verbs);
         }
         for group in &rule.api_groups {
+            let group = entry_of(&mut self.groups, group);
             for resource in &rule.resources {
-                let entry = self
-                    .resources
-                    .entry((group.clone(), resource.clone()))
-                    .or_default();
-                match rule.resource_names.is_empty() {
-                    true => entry.unnamed.add(&rule.verbs),
-                    false => {
-                        for name in &rule.resource_names {
-                            entry
-                                .named
-                                .entry(name.clone())
-                                .or_default()
-                                .add(&rule.verbs);
-                        }
-                    }
-                }
+                group.add(resource, rule);
             }
         }
     }
@@ -133,15 +191,12 @@ impl Ceiling {
     /// Whether the ceiling covers `verb` on `resource` of `group` (on object `name`, or on
     /// every object).
     pub fn covers(&self, group: &str, resource: &str, verb: &str, name: Option<&str>) -> bool {
-        let sub = resource.split_once('/').map(|(_, sub)| format!("*/{sub}"));
-        let resources = [Some(resource), Some("*"), sub.as_deref()];
-        [group, "*"].into_iter().any(|g| {
-            resources.iter().flatten().any(|r| {
-                self.resources
-                    .get(&(g.to_owned(), (*r).to_owned()))
-                    .is_some_and(|e| e.covers(verb, name))
-            })
-        })
+        let covers = |g: &str| {
+            self.groups
+                .get(g)
+                .is_some_and(|g| g.covers(resource, verb, name))
+        };
+        covers(group) || (group != "*" && covers("*"))
     }
 
     /// Whether the ceiling covers `verb` on the non-resource URL `url`.
@@ -225,9 +280,21 @@ impl Ceiling {
 
 /// `list` without repeats, in first-occurrence order.
 fn distinct<'a>(list: &[&'a str]) -> Vec<&'a str> {
+    if list.len() <= SMALL {
+        let mut out: Vec<&str> = Vec::with_capacity(list.len());
+        for v in list {
+            if !out.contains(v) {
+                out.push(v);
+            }
+        }
+        return out;
+    }
     let mut seen = HashSet::with_capacity(list.len());
     list.iter().copied().filter(|v| seen.insert(*v)).collect()
 }
+
+/// Lists up to this length are deduplicated by comparison, longer ones with a set.
+const SMALL: usize = 8;
 
 /// Permissions a rule grants beyond the ceiling.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -120,19 +120,57 @@ impl<'a> RuleView<'a> {
     /// The lists as sets, for testing what the rule grants.
     pub fn sets(&self) -> RuleSets<'a> {
         RuleSets {
-            api_groups: self.api_groups.iter().copied().collect(),
-            resources: self.resources.iter().copied().collect(),
-            verbs: self.verbs.iter().copied().collect(),
+            api_groups: Members::of(&self.api_groups),
+            resources: Members::of(&self.resources),
+            verbs: Members::of(&self.verbs),
         }
     }
 }
 
-/// A rule's apiGroups, resources and verbs as sets.
-#[derive(Clone, Debug, Default)]
+/// A list tested for membership: compared in place when short (most rules list a few
+/// values), hashed when long.
+#[derive(Clone, Debug)]
+enum Members<'a> {
+    Few(Vec<&'a str>),
+    Many(HashSet<&'a str>),
+}
+
+impl<'a> Members<'a> {
+    fn of(list: &[&'a str]) -> Self {
+        match list.len() <= 8 {
+            true => Members::Few(list.to_vec()),
+            false => Members::Many(list.iter().copied().collect()),
+        }
+    }
+
+    fn contains(&self, value: &str) -> bool {
+        match self {
+            Members::Few(list) => list.contains(&value),
+            Members::Many(set) => set.contains(value),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Members::Few(list) => list.is_empty(),
+            Members::Many(set) => set.is_empty(),
+        }
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = &&'a str> + '_> {
+        match self {
+            Members::Few(list) => Box::new(list.iter()),
+            Members::Many(set) => Box::new(set.iter()),
+        }
+    }
+}
+
+/// A rule's apiGroups, resources and verbs, for testing what it grants.
+#[derive(Clone, Debug)]
 pub struct RuleSets<'a> {
-    api_groups: HashSet<&'a str>,
-    resources: HashSet<&'a str>,
-    verbs: HashSet<&'a str>,
+    api_groups: Members<'a>,
+    resources: Members<'a>,
+    verbs: Members<'a>,
 }
 
 impl RuleSets<'_> {
@@ -168,7 +206,10 @@ impl RuleSets<'_> {
                     .iter()
                     .any(|g| g.starts_with(&prefix) || g.starts_with("*/"))
             }
-            Some((_, sub)) => self.resources.contains(format!("*/{sub}").as_str()),
+            Some((_, sub)) => match &self.resources {
+                Members::Few(list) => list.iter().any(|g| g.strip_prefix("*/") == Some(sub)),
+                Members::Many(set) => set.contains(format!("*/{sub}").as_str()),
+            },
             None => false,
         }
     }

@@ -1,0 +1,169 @@
+//! Roles and ClusterRoles (README rules 1, 2 and 4): what each rule grants, aggregation.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use policy_core::json::{At, canonical_text};
+use policy_core::rbac::ceiling::MAX_ATOMS;
+use policy_core::rbac::{Permissions, RuleView, ceiling_problems, describe_resource};
+use policy_core::request::{AdmissionRequest, Operation};
+use policy_core::{FieldPath, PolicyError, Verdict};
+
+use crate::settings::Settings;
+
+/// The label prefix that aggregates a ClusterRole into the built-in `admin`, `edit` and
+/// `view` (and any aggregating ClusterRole selecting it).
+pub const AGGREGATE_LABEL_PREFIX: &str = "rbac.authorization.k8s.io/aggregate-to-";
+
+/// Permissions that let their holder escalate: `escalate` and `bind` on roles,
+/// `impersonate` on every identity kind.
+static ESCALATION: LazyLock<[Permissions; 3]> = LazyLock::new(|| {
+    [
+        Permissions::of(
+            &["rbac.authorization.k8s.io"],
+            &["roles", "clusterroles"],
+            &["escalate", "bind"],
+        ),
+        Permissions::of(
+            &[""],
+            &["users", "groups", "serviceaccounts"],
+            &["impersonate"],
+        ),
+        Permissions::of(
+            &["authentication.k8s.io"],
+            &["uids", "userextras/*"],
+            &["impersonate"],
+        ),
+    ]
+});
+
+/// Judges a Role (`cluster = false`) or ClusterRole being created or updated.
+pub fn judge(
+    request: &AdmissionRequest,
+    object: &At<'_>,
+    cluster: bool,
+    settings: &Settings,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let old = match request.operation {
+        Operation::Update => Some(request.old_object()?),
+        _ => None,
+    };
+    if cluster && settings.forbid_aggregation {
+        aggregation(object, old.as_ref(), verdict)?;
+    }
+    // README rule 4: on UPDATE only the rules the old object lacks are judged.
+    let old_rules: HashSet<String> = match &old {
+        Some(o) => o
+            .get_list("rules")?
+            .iter()
+            .map(|r| canonical_text(r.value))
+            .collect(),
+        None => HashSet::new(),
+    };
+    let mut budget = MAX_ATOMS;
+    for at in object.get_list("rules")? {
+        let rule = RuleView::read(&at)?;
+        if !old_rules.is_empty() && old_rules.contains(&canonical_text(at.value)) {
+            continue;
+        }
+        judge_rule(&at.path, &rule, cluster, settings, &mut budget, verdict);
+    }
+    Ok(())
+}
+
+/// README rule 2: `aggregationRule` and `aggregate-to-*` labels (on UPDATE, those added).
+fn aggregation(
+    object: &At<'_>,
+    old: Option<&At<'_>>,
+    verdict: &mut Verdict,
+) -> Result<(), PolicyError> {
+    let labels = |o: &At<'_>| -> Result<Vec<(String, String)>, PolicyError> {
+        let Some(meta) = o.get_object("metadata")? else {
+            return Ok(Vec::new());
+        };
+        Ok(meta
+            .get_string_map("labels")?
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect())
+    };
+    let before: HashSet<String> = match old {
+        Some(o) => labels(o)?.into_iter().map(|(k, _)| k).collect(),
+        None => HashSet::new(),
+    };
+    for (key, _) in labels(object)? {
+        if let Some(target) = key.strip_prefix(AGGREGATE_LABEL_PREFIX)
+            && !before.contains(&key)
+        {
+            verdict.violation(
+                &FieldPath::dotted("metadata.labels").key(&key),
+                format!(
+                    "aggregates this ClusterRole's rules into the ClusterRoles selecting it (such as {target:?}, bound to every tenant), which is not allowed"
+                ),
+            );
+        }
+    }
+    let rule = |o: &At<'_>| -> Result<Option<String>, PolicyError> {
+        Ok(o.get("aggregationRule")?.map(|a| canonical_text(a.value)))
+    };
+    let added = rule(object)?;
+    if added.is_some() && added != old.map(rule).transpose()?.flatten() {
+        verdict.violation(
+            &FieldPath::dotted("aggregationRule"),
+            "aggregates the rules of other ClusterRoles, which is not allowed",
+        );
+    }
+    Ok(())
+}
+
+/// README rule 1 for one rule at `path`.
+fn judge_rule(
+    path: &FieldPath,
+    rule: &RuleView<'_>,
+    cluster: bool,
+    settings: &Settings,
+    budget: &mut usize,
+    verdict: &mut Verdict,
+) {
+    if settings.forbid_wildcards
+        && let Some((list, value)) = rule.wildcard()
+    {
+        verdict.violation(
+            path,
+            format!("{value:?} in {list} is a wildcard, which is not allowed"),
+        );
+    }
+    let sets = rule.sets();
+    if settings.forbid_escalation_verbs {
+        for set in ESCALATION.iter() {
+            if let Some((group, resource, verb)) = set.granted_by(&sets) {
+                let on = describe_resource(group, resource, false);
+                verdict.violation(
+                    path,
+                    format!("grants {verb:?} on {on}, which allows privilege escalation"),
+                );
+            }
+        }
+    }
+    for set in &settings.forbidden_rules {
+        if let Some((group, resource, verb)) = set.granted_by(&sets) {
+            let on = describe_resource(group, resource, false);
+            verdict.violation(path, format!("grants {verb:?} on {on}, which is forbidden"));
+        }
+    }
+    if !cluster && !rule.non_resource_urls.is_empty() {
+        verdict.violation(
+            &path.field("nonResourceURLs"),
+            format!(
+                "a Role cannot grant non-resource URLs ({:?})",
+                rule.non_resource_urls.first().copied().unwrap_or_default()
+            ),
+        );
+    }
+    if let Some(ceiling) = &settings.ceiling {
+        for problem in ceiling_problems(ceiling, rule, budget) {
+            verdict.violation(path, problem);
+        }
+    }
+}
