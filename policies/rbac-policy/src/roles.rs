@@ -61,13 +61,31 @@ pub fn judge(
             .collect(),
         None => HashSet::new(),
     };
+    let Some(list) = object.get("rules")? else {
+        return Ok(());
+    };
+    let items = list
+        .value
+        .as_array()
+        .ok_or_else(|| PolicyError::malformed(&list.path, "expected a list"))?;
     let mut budget = MAX_ATOMS;
-    for at in object.get_list("rules")? {
-        let rule = RuleView::read(&at)?;
-        if !old_rules.is_empty() && old_rules.contains(&canonical_text(at.value)) {
+    for (i, value) in items.iter().enumerate() {
+        // paths are built only for a refusal: a 1 MiB role has thousands of rules
+        let path = || list.path.index(i);
+        let rule = RuleView::read_value(value, &path)?;
+        if !old_rules.is_empty() && old_rules.contains(&canonical_text(value)) {
             continue;
         }
-        judge_rule(&at.path, &rule, cluster, settings, &mut budget, verdict);
+        let problems = judge_rule(&rule, cluster, settings, &mut budget);
+        if !problems.is_empty() {
+            let path = path();
+            for (field, problem) in problems {
+                match field {
+                    Some(f) => verdict.violation(&path.field(f), problem),
+                    None => verdict.violation(&path, problem),
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -117,53 +135,54 @@ fn aggregation(
     Ok(())
 }
 
-/// README rule 1 for one rule at `path`.
+/// README rule 1 for one rule: its problems, each with the field of the rule it is about
+/// (`None`: the rule itself).
 fn judge_rule(
-    path: &FieldPath,
     rule: &RuleView<'_>,
     cluster: bool,
     settings: &Settings,
     budget: &mut usize,
-    verdict: &mut Verdict,
-) {
+) -> Vec<(Option<&'static str>, String)> {
+    let mut problems = Vec::new();
     if settings.forbid_wildcards
         && let Some((list, value)) = rule.wildcard()
     {
-        verdict.violation(
-            path,
+        problems.push((
+            None,
             format!("{value:?} in {list} is a wildcard, which is not allowed"),
-        );
+        ));
     }
     let sets = rule.sets();
     if settings.forbid_escalation_verbs {
         for set in ESCALATION.iter() {
             if let Some((group, resource, verb)) = set.granted_by(&sets) {
                 let on = describe_resource(group, resource, false);
-                verdict.violation(
-                    path,
+                problems.push((
+                    None,
                     format!("grants {verb:?} on {on}, which allows privilege escalation"),
-                );
+                ));
             }
         }
     }
     for set in &settings.forbidden_rules {
         if let Some((group, resource, verb)) = set.granted_by(&sets) {
             let on = describe_resource(group, resource, false);
-            verdict.violation(path, format!("grants {verb:?} on {on}, which is forbidden"));
+            problems.push((None, format!("grants {verb:?} on {on}, which is forbidden")));
         }
     }
     if !cluster && !rule.non_resource_urls.is_empty() {
-        verdict.violation(
-            &path.field("nonResourceURLs"),
+        problems.push((
+            Some("nonResourceURLs"),
             format!(
                 "a Role cannot grant non-resource URLs ({:?})",
                 rule.non_resource_urls.first().copied().unwrap_or_default()
             ),
-        );
+        ));
     }
     if let Some(ceiling) = &settings.ceiling {
         for problem in ceiling_problems(ceiling, rule, budget) {
-            verdict.violation(path, problem);
+            problems.push((None, problem));
         }
     }
+    problems
 }

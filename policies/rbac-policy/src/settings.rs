@@ -144,7 +144,7 @@ impl TryFrom<RawSettings> for Settings {
             }
         }
         let ceiling = match raw.ceiling {
-            Some(rules) => Some(Ceiling::build(&rules, "ceiling")?),
+            Some(rules) => Some(Ceiling::build(rules, "ceiling")?),
             None => None,
         };
         if raw.check_bound_roles && ceiling.is_none() {

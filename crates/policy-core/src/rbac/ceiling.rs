@@ -6,6 +6,7 @@
 //! name (an atom without a name needs a ceiling rule without names). A non-resource URL is
 //! covered by an equal entry, or by an entry ending in `*` that prefixes it.
 
+use std::cell::{Cell, OnceCell};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::rule::{PolicyRule, RuleView, describe_resource};
@@ -120,13 +121,15 @@ impl Group {
         entry.add(rule);
     }
 
-    fn covers(&self, resource: &str, verb: &str, name: Option<&str>) -> bool {
-        let covers = |e: Option<&Entry>| e.is_some_and(|e| e.covers(verb, name));
-        covers(self.resources.get(resource))
-            || covers(self.any.as_ref())
-            || resource
+    /// The entries that may cover `resource`: its own, `*`, and `*/<sub>`.
+    fn entries(&self, resource: &str) -> [Option<&Entry>; 3] {
+        [
+            self.resources.get(resource),
+            self.any.as_ref(),
+            resource
                 .split_once('/')
-                .is_some_and(|(_, sub)| covers(self.subresources.get(sub)))
+                .and_then(|(_, sub)| self.subresources.get(sub)),
+        ]
     }
 }
 
@@ -138,7 +141,7 @@ fn entry_of<'m, T: Default>(map: &'m mut HashMap<String, T>, key: &str) -> &'m m
 /// The ceiling, indexed by API group (`*` included) and resource (`*` and `*/<sub>`
 /// included), and by non-resource URL (exact, and prefixes of entries ending in `*`).
 #[derive(Clone, Debug, Default)]
-pub struct Ceiling {
+struct Index {
     groups: HashMap<String, Group>,
     urls: HashMap<String, Verbs>,
     url_prefixes: HashMap<String, Verbs>,
@@ -146,14 +149,29 @@ pub struct Ceiling {
     prefix_lengths: BTreeSet<usize>,
 }
 
+/// The ceiling: its rules, and their index, built the first time a request judges more
+/// than [`SCANNED_ATOMS`] atomic permissions (a small role is compared with the rules
+/// directly, so a large ceiling costs a small role no index).
+#[derive(Clone, Debug, Default)]
+pub struct Ceiling {
+    rules: Vec<PolicyRule>,
+    index: OnceCell<Index>,
+    scanned: Cell<usize>,
+}
+
+/// Atomic permissions per request compared with the ceiling's rules one by one before the
+/// index is built.
+const SCANNED_ATOMS: usize = 64;
+
 impl Ceiling {
-    /// Indexes `rules` (settings `field`); refuses a rule that grants nothing and a ceiling
-    /// over [`MAX_CEILING_PAIRS`] pairs.
-    pub fn build(rules: &[PolicyRule], field: &str) -> Result<Self, SettingsError> {
-        let mut ceiling = Ceiling::default();
+    /// The ceiling of `rules` (settings `field`); refuses a rule that grants nothing and a
+    /// ceiling over [`MAX_CEILING_PAIRS`] pairs.
+    pub fn build(rules: Vec<PolicyRule>, field: &str) -> Result<Self, SettingsError> {
         let mut pairs = 0usize;
         for (i, rule) in rules.iter().enumerate() {
-            rule.check(&format!("{field}[{i}]"))?;
+            if !crate::settings::is_reread() {
+                rule.check(&format!("{field}[{i}]"))?;
+            }
             pairs =
                 pairs.saturating_add(rule.api_groups.len().saturating_mul(rule.resources.len()));
             if pairs > MAX_CEILING_PAIRS {
@@ -164,11 +182,40 @@ impl Ceiling {
                     ),
                 ));
             }
-            ceiling.add(rule);
         }
-        Ok(ceiling)
+        Ok(Ceiling {
+            rules,
+            index: OnceCell::new(),
+            scanned: Cell::new(0),
+        })
     }
 
+    /// The index, built on first use.
+    fn index(&self) -> &Index {
+        self.index.get_or_init(|| {
+            let mut index = Index::default();
+            for rule in &self.rules {
+                index.add(rule);
+            }
+            index
+        })
+    }
+
+    /// The index when `atoms` more atomic permissions are to be judged and the rules have
+    /// been compared one by one often enough this request; `None`: compare the rules.
+    fn index_for(&self, atoms: usize) -> Option<&Index> {
+        if self.index.get().is_none() {
+            let scanned = self.scanned.get().saturating_add(atoms);
+            if scanned <= SCANNED_ATOMS {
+                self.scanned.set(scanned);
+                return None;
+            }
+        }
+        Some(self.index())
+    }
+}
+
+impl Index {
     fn add(&mut self, rule: &PolicyRule) {
         for url in &rule.non_resource_urls {
             let (map, key) = match url.strip_suffix('*') {
@@ -188,19 +235,32 @@ impl Ceiling {
         }
     }
 
-    /// Whether the ceiling covers `verb` on `resource` of `group` (on object `name`, or on
-    /// every object).
-    pub fn covers(&self, group: &str, resource: &str, verb: &str, name: Option<&str>) -> bool {
-        let covers = |g: &str| {
-            self.groups
-                .get(g)
-                .is_some_and(|g| g.covers(resource, verb, name))
-        };
-        covers(group) || (group != "*" && covers("*"))
+    /// Whether the index covers `verb` on `resource` of `group` (on object `name`).
+    #[cfg(test)]
+    fn covers(&self, group: &str, resource: &str, verb: &str, name: Option<&str>) -> bool {
+        self.entries(group, resource)
+            .iter()
+            .flatten()
+            .any(|e| e.covers(verb, name))
     }
 
-    /// Whether the ceiling covers `verb` on the non-resource URL `url`.
-    pub fn covers_url(&self, url: &str, verb: &str) -> bool {
+    /// The entries that may cover `resource` of `group` (found once per pair, then asked
+    /// for each verb and name).
+    fn entries(&self, group: &str, resource: &str) -> [Option<&Entry>; 6] {
+        let of = |g: &str| match self.groups.get(g) {
+            Some(g) => g.entries(resource),
+            None => [None; 3],
+        };
+        let [a, b, c] = of(group);
+        let [d, e, f] = match group {
+            "*" => [None; 3],
+            _ => of("*"),
+        };
+        [a, b, c, d, e, f]
+    }
+
+    /// Whether the index covers `verb` on the non-resource URL `url`.
+    fn covers_url(&self, url: &str, verb: &str) -> bool {
         if self.urls.get(url).is_some_and(|v| v.covers(verb)) {
             return true;
         }
@@ -213,7 +273,9 @@ impl Ceiling {
                     .is_some_and(|v| v.covers(verb))
             })
     }
+}
 
+impl Ceiling {
     /// The permissions of `rule` the ceiling does not cover, one entry per (group, resource,
     /// name) or URL with its uncovered verbs, in the rule's order; `budget` is the number
     /// of atoms still to be judged in this object, reduced by this rule's.
@@ -242,12 +304,18 @@ impl Ceiling {
             true => vec![None],
             false => names.iter().map(|n| Some(*n)).collect(),
         };
+        let index = self.index_for(atoms);
         for g in &groups {
             for r in &resources {
+                let entries = index.map(|i| i.entries(g, r));
+                let covers = |v: &str, n: Option<&str>| match &entries {
+                    Some(entries) => entries.iter().flatten().any(|e| e.covers(v, n)),
+                    None => self.rules.iter().any(|c| rule_covers(c, g, r, v, n)),
+                };
                 for n in &named {
                     let missing: Vec<String> = verbs
                         .iter()
-                        .filter(|v| !self.covers(g, r, v, *n))
+                        .filter(|v| !covers(v, *n))
                         .map(|v| (*v).to_owned())
                         .collect();
                     if !missing.is_empty() {
@@ -264,7 +332,10 @@ impl Ceiling {
         for u in &urls {
             let missing: Vec<String> = verbs
                 .iter()
-                .filter(|v| !self.covers_url(u, v))
+                .filter(|v| match index {
+                    Some(i) => !i.covers_url(u, v),
+                    None => !self.rules.iter().any(|c| rule_covers_url(c, u, v)),
+                })
                 .map(|v| (*v).to_owned())
                 .collect();
             if !missing.is_empty() {
@@ -276,6 +347,38 @@ impl Ceiling {
         }
         Ok(out)
     }
+}
+
+/// Whether the ceiling rule `c` covers `verb` on `resource` of `group` (on object `name`).
+fn rule_covers(
+    c: &PolicyRule,
+    group: &str,
+    resource: &str,
+    verb: &str,
+    name: Option<&str>,
+) -> bool {
+    let has = |list: &[String], x: &str| list.iter().any(|e| e == x || e == "*");
+    has(&c.verbs, verb)
+        && has(&c.api_groups, group)
+        && (has(&c.resources, resource)
+            || resource.split_once('/').is_some_and(|(_, sub)| {
+                c.resources
+                    .iter()
+                    .any(|e| e.strip_prefix("*/") == Some(sub))
+            }))
+        && (c.resource_names.is_empty()
+            || name.is_some_and(|n| c.resource_names.iter().any(|e| e == n)))
+}
+
+/// Whether the ceiling rule `c` covers `verb` on the non-resource URL `url`.
+fn rule_covers_url(c: &PolicyRule, url: &str, verb: &str) -> bool {
+    c.verbs.iter().any(|v| v == verb || v == "*")
+        && c.non_resource_urls
+            .iter()
+            .any(|e| match e.strip_suffix('*') {
+                Some(prefix) => url.starts_with(prefix),
+                None => e == url,
+            })
 }
 
 /// `list` without repeats, in first-occurrence order.
@@ -391,7 +494,7 @@ mod tests {
 
     fn ceiling(rules: Value) -> Ceiling {
         let rules: Vec<PolicyRule> = serde_json::from_value(rules).unwrap();
-        Ceiling::build(&rules, "ceiling").unwrap()
+        Ceiling::build(rules, "ceiling").unwrap()
     }
 
     fn problems(c: &Ceiling, rule: Value) -> Vec<String> {
@@ -511,6 +614,53 @@ mod tests {
     }
 
     #[test]
+    fn comparing_the_rules_and_the_index_agree() {
+        let c = ceiling(json!([
+            {"apiGroups": ["", "apps"], "resources": ["pods", "pods/log", "*/scale"], "verbs": ["get", "list", "use"]},
+            {"apiGroups": ["*"], "resources": ["events"], "verbs": ["*"]},
+            {"apiGroups": ["batch"], "resources": ["*"], "verbs": ["delete"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["db"]},
+            {"nonResourceURLs": ["/healthz", "/api/*", "*"], "verbs": ["head"]},
+            {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+        ]));
+        let groups = ["", "apps", "batch", "*", "x.io"];
+        let resources = [
+            "pods",
+            "pods/log",
+            "deployments/scale",
+            "*/scale",
+            "events",
+            "*",
+            "secrets",
+            "jobs",
+        ];
+        let verbs = ["get", "list", "use", "delete", "*", "patch"];
+        for g in groups {
+            for r in resources {
+                for v in verbs {
+                    for n in [None, Some("db"), Some("other")] {
+                        let scanned = c.rules.iter().any(|rule| rule_covers(rule, g, r, v, n));
+                        assert_eq!(scanned, c.index().covers(g, r, v, n), "{g} {r} {v} {n:?}");
+                    }
+                }
+            }
+        }
+        for u in [
+            "/healthz",
+            "/healthz/x",
+            "/api",
+            "/api/v1",
+            "/metrics",
+            "/other",
+        ] {
+            for v in ["get", "head", "post"] {
+                let scanned = c.rules.iter().any(|rule| rule_covers_url(rule, u, v));
+                assert_eq!(scanned, c.index().covers_url(u, v), "{u} {v}");
+            }
+        }
+    }
+
+    #[test]
     fn oversized_ceilings_are_refused() {
         let groups: Vec<String> = (0..1000).map(|i| format!("g{i}")).collect();
         let resources: Vec<String> = (0..1000).map(|i| format!("r{i}")).collect();
@@ -518,7 +668,7 @@ mod tests {
             json!([{"apiGroups": groups, "resources": resources, "verbs": ["get"]}]),
         )
         .unwrap();
-        let e = Ceiling::build(&rules, "ceiling").unwrap_err();
+        let e = Ceiling::build(rules, "ceiling").unwrap_err();
         assert!(
             e.to_string().starts_with("ceiling: more than 100000"),
             "{e}"

@@ -9,6 +9,8 @@ use serde::Deserialize;
 
 use crate::error::{PolicyError, SettingsError};
 use crate::json::At;
+use crate::path::FieldPath;
+use serde_json::Value;
 
 /// A rule as written in settings (`ceiling`), decoded strictly.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -92,13 +94,39 @@ impl<'a> RuleView<'a> {
     /// Reads the rule at `at` (an object of string lists); another type is malformed (400)
     /// naming its path.
     pub fn read(at: &At<'a>) -> Result<Self, PolicyError> {
-        at.object()?;
+        Self::read_value(at.value, &|| at.path.clone())
+    }
+
+    /// Reads the rule `value`, whose path `at` gives (built only for an error: a 1 MiB role
+    /// has thousands of rules).
+    pub fn read_value(value: &'a Value, at: &dyn Fn() -> FieldPath) -> Result<Self, PolicyError> {
+        let map = value
+            .as_object()
+            .ok_or_else(|| PolicyError::malformed(&at(), "expected an object"))?;
+        let list = |name: &str| -> Result<Vec<&'a str>, PolicyError> {
+            let items = match map.get(name) {
+                None | Some(Value::Null) => return Ok(Vec::new()),
+                Some(Value::Array(items)) => items,
+                Some(_) => {
+                    return Err(PolicyError::malformed(&at().field(name), "expected a list"));
+                }
+            };
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    v.as_str().ok_or_else(|| {
+                        PolicyError::malformed(&at().field(name).index(i), "expected a string")
+                    })
+                })
+                .collect()
+        };
         Ok(RuleView {
-            api_groups: at.get_str_list("apiGroups")?,
-            resources: at.get_str_list("resources")?,
-            verbs: at.get_str_list("verbs")?,
-            resource_names: at.get_str_list("resourceNames")?,
-            non_resource_urls: at.get_str_list("nonResourceURLs")?,
+            api_groups: list("apiGroups")?,
+            resources: list("resources")?,
+            verbs: list("verbs")?,
+            resource_names: list("resourceNames")?,
+            non_resource_urls: list("nonResourceURLs")?,
         })
     }
 
@@ -118,7 +146,7 @@ impl<'a> RuleView<'a> {
     }
 
     /// The lists as sets, for testing what the rule grants.
-    pub fn sets(&self) -> RuleSets<'a> {
+    pub fn sets(&self) -> RuleSets<'_> {
         RuleSets {
             api_groups: Members::of(&self.api_groups),
             resources: Members::of(&self.resources),
@@ -131,14 +159,14 @@ impl<'a> RuleView<'a> {
 /// values), hashed when long.
 #[derive(Clone, Debug)]
 enum Members<'a> {
-    Few(Vec<&'a str>),
+    Few(&'a [&'a str]),
     Many(HashSet<&'a str>),
 }
 
 impl<'a> Members<'a> {
-    fn of(list: &[&'a str]) -> Self {
+    fn of(list: &'a [&'a str]) -> Self {
         match list.len() <= 8 {
-            true => Members::Few(list.to_vec()),
+            true => Members::Few(list),
             false => Members::Many(list.iter().copied().collect()),
         }
     }
@@ -282,8 +310,7 @@ pub fn describe_resource(group: &str, resource: &str, quoted: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::path::FieldPath;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     fn view(v: &Value) -> RuleView<'_> {
         RuleView::read(&At::new(v, FieldPath::dotted("rules[0]"))).unwrap()
