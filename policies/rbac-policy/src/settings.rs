@@ -3,6 +3,7 @@
 use policy_core::SettingsError;
 use policy_core::cluster::OnLookupError;
 use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
+use policy_core::names::NameList;
 use policy_core::principal::GlobSet;
 use policy_core::rbac::{Ceiling, Permissions, PolicyRule};
 use policy_core::settings::{Raw, is_reread, present};
@@ -47,9 +48,9 @@ pub struct RawSettings {
     #[serde(default, deserialize_with = "present")]
     forbidden_role_refs: Option<Vec<RawRoleRef>>,
     #[serde(default, deserialize_with = "present")]
-    allowed_cluster_role_refs: Option<Vec<String>>,
+    allowed_cluster_role_refs: Option<NameList>,
     #[serde(default, deserialize_with = "present")]
-    forbidden_subjects: Option<Vec<String>>,
+    forbidden_subjects: Option<NameList>,
     #[serde(default)]
     forbid_foreign_service_accounts: bool,
     #[serde(default, deserialize_with = "present")]
@@ -101,8 +102,8 @@ impl Settings {
 }
 
 /// Globs of a settings list, refusing empty ones.
-fn globs(field: &str, list: Vec<String>) -> Result<GlobSet, SettingsError> {
-    let set = GlobSet::new(list.into());
+fn globs(field: &str, list: NameList) -> Result<GlobSet, SettingsError> {
+    let set = GlobSet::new(list);
     set.refuse_empty(field)?;
     Ok(set)
 }
@@ -154,12 +155,9 @@ impl TryFrom<RawSettings> for Settings {
             ));
         }
         let (forbidden_roles, forbidden_cluster_roles) = role_refs(raw.forbidden_role_refs)?;
-        let forbidden_subjects = raw.forbidden_subjects.unwrap_or_else(|| {
-            DEFAULT_FORBIDDEN_SUBJECTS
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect()
-        });
+        let forbidden_subjects = raw
+            .forbidden_subjects
+            .unwrap_or_else(|| DEFAULT_FORBIDDEN_SUBJECTS.into());
         Ok(Settings {
             forbidden_rules: raw.forbidden_rules,
             forbid_wildcards: raw.forbid_wildcards.unwrap_or(true),
