@@ -6,8 +6,10 @@
 //! name (an atom without a name needs a ceiling rule without names). A non-resource URL is
 //! covered by an equal entry, or by an entry ending in `*` that prefixes it.
 
+use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::rule::{PolicyRule, RuleView, describe_resource};
 use crate::error::SettingsError;
@@ -44,6 +46,32 @@ fn standard_bit(verb: &str) -> Option<u8> {
         .map(|i| 1u8 << i)
 }
 
+/// FNV-1a over the bytes of a key: the index's keys are the operator's settings, a role's
+/// values are only looked up, and SipHash would cost more than the rest of a lookup.
+#[derive(Clone, Copy, Debug)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// A map keyed by strings, hashed with [`Fnv`].
+type Map<V> = HashMap<String, V, BuildHasherDefault<Fnv>>;
+
 /// Verbs a ceiling entry covers.
 #[derive(Clone, Debug, Default)]
 struct Verbs {
@@ -79,7 +107,7 @@ impl Verbs {
 #[derive(Clone, Debug, Default)]
 struct Entry {
     unnamed: Verbs,
-    named: HashMap<String, Verbs>,
+    named: Map<Verbs>,
 }
 
 impl Entry {
@@ -106,8 +134,8 @@ impl Entry {
 /// `*/<sub>` entries, and the `*` entry.
 #[derive(Clone, Debug, Default)]
 struct Group {
-    resources: HashMap<String, Entry>,
-    subresources: HashMap<String, Entry>,
+    resources: Map<Entry>,
+    subresources: Map<Entry>,
     any: Option<Entry>,
 }
 
@@ -134,7 +162,7 @@ impl Group {
 }
 
 /// The entry of `key`, created empty when new.
-fn entry_of<'m, T: Default>(map: &'m mut HashMap<String, T>, key: &str) -> &'m mut T {
+fn entry_of<'m, T: Default>(map: &'m mut Map<T>, key: &str) -> &'m mut T {
     map.entry(key.to_owned()).or_default()
 }
 
@@ -142,9 +170,9 @@ fn entry_of<'m, T: Default>(map: &'m mut HashMap<String, T>, key: &str) -> &'m m
 /// included), and by non-resource URL (exact, and prefixes of entries ending in `*`).
 #[derive(Clone, Debug, Default)]
 struct Index {
-    groups: HashMap<String, Group>,
-    urls: HashMap<String, Verbs>,
-    url_prefixes: HashMap<String, Verbs>,
+    groups: Map<Group>,
+    urls: Map<Verbs>,
+    url_prefixes: Map<Verbs>,
     /// Distinct prefix lengths, to look a URL's prefixes up instead of trying each entry.
     prefix_lengths: BTreeSet<usize>,
 }
@@ -300,22 +328,20 @@ impl Ceiling {
         }
         *budget -= atoms;
         let mut out = Vec::new();
-        let named: Vec<Option<&str>> = match names.is_empty() {
-            true => vec![None],
-            false => names.iter().map(|n| Some(*n)).collect(),
-        };
+        // the names judged: each one, or no name when the rule names none
+        let named = (0..names.len().max(1)).map(|i| names.get(i).copied());
         let index = self.index_for(atoms);
-        for g in &groups {
-            for r in &resources {
+        for g in groups.iter() {
+            for r in resources.iter() {
                 let entries = index.map(|i| i.entries(g, r));
                 let covers = |v: &str, n: Option<&str>| match &entries {
                     Some(entries) => entries.iter().flatten().any(|e| e.covers(v, n)),
                     None => self.rules.iter().any(|c| rule_covers(c, g, r, v, n)),
                 };
-                for n in &named {
+                for n in named.clone() {
                     let missing: Vec<String> = verbs
                         .iter()
-                        .filter(|v| !covers(v, *n))
+                        .filter(|v| !covers(v, n))
                         .map(|v| (*v).to_owned())
                         .collect();
                     if !missing.is_empty() {
@@ -329,7 +355,7 @@ impl Ceiling {
                 }
             }
         }
-        for u in &urls {
+        for u in urls.iter() {
             let missing: Vec<String> = verbs
                 .iter()
                 .filter(|v| match index {
@@ -382,18 +408,19 @@ fn rule_covers_url(c: &PolicyRule, url: &str, verb: &str) -> bool {
 }
 
 /// `list` without repeats, in first-occurrence order.
-fn distinct<'a>(list: &[&'a str]) -> Vec<&'a str> {
+fn distinct<'l, 'a>(list: &'l [&'a str]) -> Cow<'l, [&'a str]> {
     if list.len() <= SMALL {
-        let mut out: Vec<&str> = Vec::with_capacity(list.len());
-        for v in list {
-            if !out.contains(v) {
-                out.push(v);
-            }
+        // most lists have no repeat: kept as they are
+        let repeats = list
+            .iter()
+            .enumerate()
+            .any(|(i, v)| list.get(..i).is_some_and(|before| before.contains(v)));
+        if !repeats {
+            return Cow::Borrowed(list);
         }
-        return out;
     }
     let mut seen = HashSet::with_capacity(list.len());
-    list.iter().copied().filter(|v| seen.insert(*v)).collect()
+    Cow::Owned(list.iter().copied().filter(|v| seen.insert(*v)).collect())
 }
 
 /// Lists up to this length are deduplicated by comparison, longer ones with a set.
