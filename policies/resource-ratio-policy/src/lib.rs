@@ -16,7 +16,7 @@ use policy_core::principal::has_controller_owner;
 use policy_core::quantity::Quantity;
 use policy_core::request::AdmissionRequest;
 use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{FieldPath, Mode, PolicyError, SettingsError, Verdict};
+use policy_core::{FieldPath, Mode, PolicyError, Verdict};
 use serde_json::Value;
 
 use ratio::Outcome;
@@ -92,8 +92,8 @@ fn judge(
         return Ok(verdict);
     };
     // Rule 6.
-    let min = bound(entry.min.as_ref(), index, "min")?;
-    let max = bound(entry.max.as_ref(), index, "max")?;
+    let min = entry.min.as_ref().map(Bound::quantity).cloned();
+    let max = entry.max.as_ref().map(Bound::quantity).cloned();
     let outcome = ratio::judge(
         &memory,
         &cpu,
@@ -109,22 +109,6 @@ fn judge(
         problem(outcome, &memory, &cpu, entry, index),
     );
     Ok(verdict)
-}
-
-/// A bound of the entry at `index` as a quantity. Settings re-read by `validate` keep their
-/// bounds as written (`validate_settings` checked them): one that does not parse now is
-/// refused like any invalid settings (500).
-fn bound(
-    bound: Option<&Bound>,
-    index: usize,
-    field: &str,
-) -> Result<Option<Quantity>, PolicyError> {
-    bound
-        .map(|b| b.quantity(&format!("ratios[{index}].{field}")))
-        .transpose()
-        .map_err(|e| {
-            PolicyError::Settings(SettingsError::new("", format!("invalid settings: {e}")))
-        })
 }
 
 /// README rule 5: the Pod's effective memory and CPU requests (a limit counts as a missing
@@ -411,7 +395,7 @@ mod tests {
 
     #[test]
     fn a_re_read_bound_that_does_not_parse_is_refused_as_invalid_settings() {
-        // `validate_settings` refuses it; `validate` parses bounds only when they apply
+        // `validate_settings` refuses it, and so does `validate` while decoding the settings
         let mut cluster = Objects::new(vec![namespace(json!({}))]);
         let r = run(
             pod(json!({}), "1", "1Gi"),

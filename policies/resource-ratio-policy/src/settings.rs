@@ -66,22 +66,30 @@ struct RawRatio {
     max: Option<Bound>,
 }
 
-/// A bound of memory per core as written (`4Gi`, or a JSON number of bytes). It is parsed
-/// and checked when the settings are validated; when `validate` re-reads them, only the bound
-/// of the entry that applies is parsed again ([`Bound::quantity`]): quantities are costly to
-/// parse, and settings may list many node classes (`docs/semantics.md#cost`).
+/// A bound of memory per core as written (`4Gi`, or a JSON number of bytes), with its value:
+/// a bound that is no quantity is refused while the settings are decoded, re-read or not, so
+/// settings `validate` accepts never fail later. Its range (above zero, `min ≤ max`) is
+/// checked when the settings are validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bound(String);
+pub struct Bound(Quantity);
 
 impl Bound {
     /// The bound as written, for messages.
     pub fn text(&self) -> &str {
+        self.0.as_written().unwrap_or_default()
+    }
+
+    /// The bound's value.
+    pub fn quantity(&self) -> &Quantity {
         &self.0
     }
 
-    /// The bound as a quantity; `field` (`ratios[1].min`) names it in a refusal.
-    pub fn quantity(&self, field: &str) -> Result<Quantity, SettingsError> {
-        Quantity::parse(&self.0).map_err(|e| SettingsError::new(field, e.to_string()))
+    /// The bound `text`, when it is a quantity.
+    fn parse<E: serde::de::Error>(text: &str) -> Result<Bound, E> {
+        match Quantity::parse(text) {
+            Ok(q) => Ok(Bound(q)),
+            Err(e) => Err(E::custom(e)),
+        }
     }
 }
 
@@ -98,20 +106,20 @@ impl<'de> Deserialize<'de> for Bound {
             }
 
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Bound, E> {
-                Ok(Bound(v.to_owned()))
+                Bound::parse(v)
             }
 
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Bound, E> {
-                Ok(Bound(v.to_string()))
+                Bound::parse(&v.to_string())
             }
 
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Bound, E> {
-                Ok(Bound(v.to_string()))
+                Bound::parse(&v.to_string())
             }
 
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Bound, E> {
                 match v.is_finite() {
-                    true => Ok(Bound(v.to_string())),
+                    true => Bound::parse(&v.to_string()),
                     false => Err(E::custom("a quantity must be finite")),
                 }
             }
@@ -223,7 +231,7 @@ fn positive(bound: Option<&Bound>) -> Result<Option<Quantity>, SettingsError> {
     let Some(bound) = bound else {
         return Ok(None);
     };
-    let q = bound.quantity("")?;
+    let q = bound.quantity().clone();
     if q.is_negative() || q.is_zero() {
         return Err(SettingsError::new(
             "",
@@ -490,7 +498,7 @@ mod tests {
         .unwrap();
         let names: Vec<_> = s.ratios.iter().map(|r| r.name.as_deref()).collect();
         assert_eq!(names, [Some("b"), Some("a")]);
-        assert_eq!(s.ratios[1].max, Some(Bound("8".to_owned())));
+        assert_eq!(s.ratios[1].max, Some(Bound(Quantity::parse("8").unwrap())));
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub(super) fn canonical_nanos(text: &str) -> Option<(i128, bool)> {
 
 /// The nano units of `text` when it is digits and one suffix (any such spelling), with the
 /// mantissa and whether the suffix is binary; `None` otherwise.
-pub(super) fn nanos(text: &str) -> Option<(i128, i128, bool)> {
+pub(crate) fn nanos(text: &str) -> Option<(i128, i128, bool)> {
     let digits_end = text
         .bytes()
         .position(|b| !b.is_ascii_digit())
