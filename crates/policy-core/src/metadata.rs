@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::cluster::{GetRequest, Lookups};
 use crate::error::PolicyError;
 use crate::json::At;
 
@@ -63,6 +64,37 @@ pub fn changed_keys<'a>(
         }
     }
     changed
+}
+
+/// The annotation `key` of Namespace `namespace`, read from the cluster
+/// (`docs/semantics.md#lookups`): `None` when the Namespace is not found or lacks it.
+/// Annotations that are not a map of strings are an answer of the wrong shape: a failed
+/// lookup, never an absent annotation.
+pub fn namespace_annotation<'l>(
+    namespace: &str,
+    key: &str,
+    lookups: &'l mut Lookups<'_>,
+) -> Result<Option<&'l str>, PolicyError> {
+    let get = GetRequest::cluster_scoped("v1", "Namespace", namespace);
+    let wrong = |reason: String| PolicyError::Lookup {
+        what: get.describe(),
+        reason: format!("unexpected answer: {reason}"),
+    };
+    let Some(found) = lookups.get(&get)? else {
+        return Ok(None);
+    };
+    let annotations = match found.get("metadata").and_then(|m| m.get("annotations")) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(wrong("metadata.annotations is not an object".to_owned())),
+    };
+    match annotations.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(wrong(format!(
+            "metadata.annotations[{key:?}] is not a string"
+        ))),
+    }
 }
 
 /// The `metadata.ownerReferences` of an object: absent or `null` is none; any other

@@ -5,12 +5,11 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
 use crate::class::skip_on_lookup_error;
-use crate::cluster::{GetRequest, Lookups, OnLookupError};
+use crate::cluster::{Lookups, OnLookupError};
 use crate::error::{PolicyError, SettingsError};
 use crate::labels::{check_label, is_label_key, is_label_value};
+use crate::metadata::namespace_annotation;
 use crate::names::NameMap;
 use crate::path::FieldPath;
 use crate::request::AdmissionRequest;
@@ -88,20 +87,13 @@ pub fn namespace_default(
         return Ok(Some(default.clone()));
     };
     let namespace = request.namespace()?;
-    let found = match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
-        Ok(found) => found,
+    let text = match namespace_annotation(namespace, annotation, lookups) {
+        Ok(text) => text.map(str::trim).filter(|t| !t.is_empty()),
         Err(e) => {
             skip_on_lookup_error(e, &FieldPath::empty(), on_error, verdict)?;
             return Ok(None);
         }
     };
-    let text = found
-        .and_then(|ns| ns.get("metadata"))
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(annotation))
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
     let Some(text) = text else {
         return Ok(Some(default.clone()));
     };
@@ -123,7 +115,7 @@ pub fn namespace_default(
 mod tests {
     use super::*;
     use crate::cluster::Objects;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn pairs(text: &str) -> Option<Vec<(String, String)>> {
         parse_selector(text).map(|m| {

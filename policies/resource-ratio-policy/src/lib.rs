@@ -6,7 +6,8 @@ pub mod ratio;
 pub mod settings;
 
 use policy_core::class::skip_on_lookup_error;
-use policy_core::cluster::{GetRequest, HostCapabilities, Lookups};
+use policy_core::cluster::{HostCapabilities, Lookups};
+use policy_core::metadata::namespace_annotation;
 use policy_core::names::NameMap;
 use policy_core::node_defaults::namespace_default;
 use policy_core::pod::PodView;
@@ -17,7 +18,6 @@ use policy_core::quantity::Quantity;
 use policy_core::request::AdmissionRequest;
 use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{FieldPath, Mode, PolicyError, Verdict};
-use serde_json::Value;
 
 use ratio::Outcome;
 pub use settings::{Bound, Ratio, Settings};
@@ -164,13 +164,8 @@ fn opted_out(
         return Ok(false);
     };
     let namespace = request.namespace()?;
-    match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
-        Ok(found) => Ok(found
-            .and_then(|ns| ns.get("metadata"))
-            .and_then(|m| m.get("annotations"))
-            .and_then(|a| a.get(annotation))
-            .and_then(Value::as_str)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))),
+    match namespace_annotation(namespace, annotation, lookups) {
+        Ok(value) => Ok(value.is_some_and(|v| v.eq_ignore_ascii_case("true"))),
         Err(e) => {
             skip_on_lookup_error(e, &FieldPath::empty(), settings.on_lookup_error, verdict)?;
             Ok(true)
@@ -280,7 +275,7 @@ mod tests {
     use super::*;
     use policy_core::cluster::Objects;
     use policy_core::policy::{ValidationResponse, evaluate};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn settings() -> Value {
         json!({"ratios": [

@@ -6,7 +6,8 @@
 pub mod seconds;
 pub mod settings;
 
-use policy_core::cluster::{GetRequest, HostCapabilities, Lookups, OnLookupError};
+use policy_core::cluster::{HostCapabilities, Lookups, OnLookupError};
+use policy_core::metadata::namespace_annotation;
 use policy_core::pod::PodView;
 use policy_core::policy::Policy;
 use policy_core::request::AdmissionRequest;
@@ -112,7 +113,7 @@ fn chosen_deadline(
         return Ok(default);
     };
     let namespace = request.namespace()?;
-    let text = match override_text(namespace, annotation, lookups) {
+    let text = match namespace_annotation(namespace, annotation, lookups) {
         Ok(Some(text)) if !text.is_empty() => text,
         Ok(_) => return Ok(default),
         Err(e) => {
@@ -130,36 +131,6 @@ fn chosen_deadline(
     };
     verdict.violation(&FieldPath::empty(), problem);
     Ok(None)
-}
-
-/// The override annotation of Namespace `namespace` (`docs/semantics.md#lookups`): `None`
-/// when the Namespace is not found or lacks the annotation. Annotations that are not a map
-/// of strings are an answer of the wrong shape: a failed lookup.
-fn override_text<'l>(
-    namespace: &str,
-    annotation: &str,
-    lookups: &'l mut Lookups<'_>,
-) -> Result<Option<&'l str>, PolicyError> {
-    let get = GetRequest::cluster_scoped("v1", "Namespace", namespace);
-    let wrong = |reason: String| PolicyError::Lookup {
-        what: get.describe(),
-        reason: format!("unexpected answer: {reason}"),
-    };
-    let Some(found) = lookups.get(&get)? else {
-        return Ok(None);
-    };
-    let annotations = match found.get("metadata").and_then(|m| m.get("annotations")) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(map)) => map,
-        Some(_) => return Err(wrong("metadata.annotations is not an object".to_owned())),
-    };
-    match annotations.get(annotation) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(wrong(format!(
-            "metadata.annotations[{annotation:?}] is not a string"
-        ))),
-    }
 }
 
 /// A failed Namespace lookup (`docs/semantics.md#lookups`): with `onLookupError: reject` the
