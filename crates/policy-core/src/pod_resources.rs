@@ -135,7 +135,7 @@ pub fn object_field<'a>(
 
 /// The role of a container of `list`: an init container with `restartPolicy: Always` is a
 /// sidecar.
-pub fn role(
+fn role(
     list: ContainerList,
     container: &Map<String, Value>,
     at: &dyn Fn() -> FieldPath,
@@ -154,15 +154,13 @@ pub fn role(
     }
 }
 
-/// The Pod's effective request of each resource of `names` (in that order; `None` when no
-/// container requests it). With `limits_as_requests`, a container's limit counts as its
-/// missing request, as the API server defaults Pods (templates have not been defaulted yet).
-pub fn pod_requests(
-    view: &PodView<'_>,
-    names: &[&str],
-    limits_as_requests: bool,
-) -> Result<Vec<Option<Quantity>>, PolicyError> {
-    let mut totals: Vec<Total> = vec![Total::default(); names.len()];
+/// Calls `f` with each init and regular container of `view` (the containers Pod totals
+/// count; ephemeral containers never do), in order, with its list, index and role. A list
+/// that is not a list, or a container that is not an object, is malformed (400 naming it).
+pub fn each_counted_container<'a>(
+    view: &PodView<'a>,
+    mut f: impl FnMut(ContainerList, usize, &'a Map<String, Value>, Role) -> Result<(), PolicyError>,
+) -> Result<(), PolicyError> {
     let spec = &view.spec.path;
     for list in [ContainerList::Init, ContainerList::Regular] {
         let Some(items) = view.spec.get(list.field())? else {
@@ -177,24 +175,41 @@ pub fn pod_requests(
             let map = value
                 .as_object()
                 .ok_or_else(|| PolicyError::malformed(&at(), "expected an object"))?;
-            let role = role(list, map, &at)?;
-            let base = || at().field("resources");
-            let (limits, requests) = match object_field(map, "resources", &at)? {
-                Some(r) => (
-                    object_field(r, "limits", &base)?,
-                    object_field(r, "requests", &base)?,
-                ),
-                None => (None, None),
-            };
-            for (name, total) in names.iter().zip(totals.iter_mut()) {
-                let mut request = read_value(requests, name, &|| base().field("requests"))?;
-                if request.is_none() && limits_as_requests {
-                    request = read_value(limits, name, &|| base().field("limits"))?;
-                }
-                total.add(role, request.as_ref());
-            }
+            f(list, index, map, role(list, map, &at)?)?;
         }
     }
+    Ok(())
+}
+
+/// The Pod's effective request of each resource of `names` (in that order; `None` when no
+/// container requests it). With `limits_as_requests`, a container's limit counts as its
+/// missing request, as the API server defaults Pods (templates have not been defaulted yet).
+pub fn pod_requests(
+    view: &PodView<'_>,
+    names: &[&str],
+    limits_as_requests: bool,
+) -> Result<Vec<Option<Quantity>>, PolicyError> {
+    let mut totals: Vec<Total> = vec![Total::default(); names.len()];
+    let spec = &view.spec.path;
+    each_counted_container(view, |list, index, map, role| {
+        let at = || spec.field(list.field()).index(index);
+        let base = || at().field("resources");
+        let (limits, requests) = match object_field(map, "resources", &at)? {
+            Some(r) => (
+                object_field(r, "limits", &base)?,
+                object_field(r, "requests", &base)?,
+            ),
+            None => (None, None),
+        };
+        for (name, total) in names.iter().zip(totals.iter_mut()) {
+            let mut request = read_value(requests, name, &|| base().field("requests"))?;
+            if request.is_none() && limits_as_requests {
+                request = read_value(limits, name, &|| base().field("limits"))?;
+            }
+            total.add(role, request.as_ref());
+        }
+        Ok(())
+    })?;
     Ok(totals.iter().map(|t| t.value().cloned()).collect())
 }
 

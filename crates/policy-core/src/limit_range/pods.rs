@@ -13,7 +13,7 @@ use crate::verdict::Verdict;
 
 use super::bounds::{Observed, Side, Subject, check};
 use super::settings::{LimitRanges, Resource};
-use crate::pod_resources::{Role, Total, object_field, read_value, role};
+use crate::pod_resources::{Role, Total, each_counted_container, object_field, read_value};
 
 /// How a pod spec is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,24 +44,10 @@ pub fn judge(
 ) -> Result<(), PolicyError> {
     let mut totals: Vec<Totals> = vec![Totals::default(); ranges.resources.len()];
     let spec = &view.spec.path;
-    for list in [ContainerList::Init, ContainerList::Regular] {
-        let Some(items) = view.spec.get(list.field())? else {
-            continue;
-        };
-        let items = items
-            .value
-            .as_array()
-            .ok_or_else(|| PolicyError::malformed(&items.path, "expected a list"))?;
-        for (index, value) in items.iter().enumerate() {
-            let c = ContainerAt { list, index, spec };
-            let at = || c.path();
-            let map = value
-                .as_object()
-                .ok_or_else(|| PolicyError::malformed(&at(), "expected an object"))?;
-            let role = role(list, map, &at)?;
-            container(&c, map, ranges, stage, role, &mut totals, verdict)?;
-        }
-    }
+    each_counted_container(view, |list, index, map, role| {
+        let c = ContainerAt { list, index, spec };
+        container(&c, map, ranges, stage, role, &mut totals, verdict)
+    })?;
     if ranges.bounds_pods() {
         for (resource, t) in ranges.resources.iter().zip(&totals) {
             if resource.pod.is_empty() {
