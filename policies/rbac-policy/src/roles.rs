@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use policy_core::json::{At, canonical_text};
+use policy_core::metadata::string_map;
 use policy_core::rbac::ceiling::MAX_ATOMS;
 use policy_core::rbac::{Permissions, RuleView, ceiling_problems, describe_resource};
 use policy_core::request::{AdmissionRequest, Operation};
@@ -96,26 +97,16 @@ fn aggregation(
     old: Option<&At<'_>>,
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
-    let labels = |o: &At<'_>| -> Result<Vec<(String, String)>, PolicyError> {
-        let Some(meta) = o.get_object("metadata")? else {
-            return Ok(Vec::new());
-        };
-        Ok(meta
-            .get_string_map("labels")?
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect())
-    };
-    let before: HashSet<String> = match old {
-        Some(o) => labels(o)?.into_iter().map(|(k, _)| k).collect(),
-        None => HashSet::new(),
-    };
-    for (key, _) in labels(object)? {
+    let before = string_map(old, "labels")?;
+    for key in string_map(Some(object), "labels")?
+        .into_iter()
+        .flat_map(|m| m.keys())
+    {
         if let Some(target) = key.strip_prefix(AGGREGATE_LABEL_PREFIX)
-            && !before.contains(&key)
+            && !before.is_some_and(|b| b.contains_key(key))
         {
             verdict.violation(
-                &FieldPath::dotted("metadata.labels").key(&key),
+                &FieldPath::dotted("metadata.labels").key(key),
                 format!(
                     "aggregates this ClusterRole's rules into the ClusterRoles selecting it (such as {target:?}, bound to every tenant), which is not allowed"
                 ),
