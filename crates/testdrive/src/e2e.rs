@@ -176,26 +176,89 @@ fn prepare_module(
         .ok_or_else(|| "no metadata.yml".to_owned())?;
     let mut problems = packaging_problems(dir, policy, &wasm, Some(&metadata));
     let module = out_dir.join("policy.wasm");
-    let out = Command::new(&options.kwctl)
+    let warned = annotate(
+        &options.kwctl,
+        &wasm_path,
+        &dir.join("metadata.yml"),
+        &dir.join("README.md"),
+        &module,
+    )?;
+    if let Some(warning) = warned {
+        problems.push(format!("kwctl annotate warned: {warning}"));
+    }
+    let host = Host::load(&wasm, Some(metadata.clone())).map_err(|e| e.to_string())?;
+    Ok((module, metadata, host, problems))
+}
+
+/// `kwctl annotate` of `wasm` with its metadata and README into `output`; `Ok(Some(text))`
+/// when kwctl warned.
+pub fn annotate(
+    kwctl: &Path,
+    wasm: &Path,
+    metadata: &Path,
+    readme: &Path,
+    output: &Path,
+) -> std::result::Result<Option<String>, String> {
+    let out = Command::new(kwctl)
         .arg("annotate")
-        .arg(&wasm_path)
+        .arg(wasm)
         .arg("--metadata-path")
-        .arg(dir.join("metadata.yml"))
+        .arg(metadata)
         .arg("--usage-path")
-        .arg(dir.join("README.md"))
+        .arg(readme)
         .arg("--output-path")
-        .arg(&module)
+        .arg(output)
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", options.kwctl.display()))?;
+        .map_err(|e| format!("cannot run {}: {e}", kwctl.display()))?;
     let stderr = plain_text(&out.stderr);
     if !out.status.success() {
         return Err(format!("kwctl annotate failed: {}", first_lines(&stderr)));
     }
-    if !stderr.trim().is_empty() {
-        problems.push(format!("kwctl annotate warned: {}", first_lines(&stderr)));
+    Ok((!stderr.trim().is_empty()).then(|| first_lines(&stderr)))
+}
+
+/// One `kwctl run` of an annotated `module` on inputs already written to files, with an empty
+/// Sigstore `trust` configuration ([`EMPTY_SIGSTORE_TRUST`]): kwctl's answer, or why there is
+/// none.
+pub fn kwctl_run(
+    kwctl: &Path,
+    trust: &Path,
+    module: &Path,
+    inputs: &KwctlInputs<'_>,
+    metadata: &Metadata,
+) -> std::result::Result<Evaluation, String> {
+    let args = kwctl_run_args(
+        module,
+        inputs.settings,
+        inputs.request,
+        inputs.session,
+        metadata,
+    );
+    let out = Command::new(kwctl)
+        .args(&args)
+        .arg("--sigstore-trust-config")
+        .arg(trust)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", kwctl.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "kwctl exited with {}: {}",
+            out.status,
+            first_lines(&plain_text(&out.stderr))
+        ));
     }
-    let host = Host::load(&wasm, Some(metadata.clone())).map_err(|e| e.to_string())?;
-    Ok((module, metadata, host, problems))
+    kwctl_evaluation(&out.stdout)
+}
+
+/// The files one `kwctl run` reads.
+#[derive(Debug, Clone, Copy)]
+pub struct KwctlInputs<'a> {
+    /// The settings (JSON).
+    pub settings: &'a Path,
+    /// The AdmissionReview (JSON).
+    pub request: &'a Path,
+    /// The replay session of host capability interactions (YAML; `[]` for none).
+    pub session: &'a Path,
 }
 
 /// `kwctl scaffold artifacthub` with the policy's metadata and questions.
@@ -455,7 +518,7 @@ fn kwctl_evaluation(stdout: &[u8]) -> std::result::Result<Evaluation, String> {
 }
 
 /// How kwctl's answer differs from testdrive's, if it does.
-fn disagreement(kwctl: &Evaluation, testdrive: &Evaluation) -> Option<String> {
+pub fn disagreement(kwctl: &Evaluation, testdrive: &Evaluation) -> Option<String> {
     let view = |e: &Evaluation| {
         json!({
             "allowed": e.response.allowed,

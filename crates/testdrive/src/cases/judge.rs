@@ -62,7 +62,9 @@ pub(crate) fn compact(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-pub(crate) fn check_evaluation(expect: &Expect, eval: &Evaluation, failures: &mut Vec<String>) {
+/// Adds to `failures` every way `eval` differs from `expect` (verdict, code, message, patch,
+/// warnings; not `settingsValid`).
+pub fn check_evaluation(expect: &Expect, eval: &Evaluation, failures: &mut Vec<String>) {
     let resp = &eval.response;
     if let Some(allowed) = expect.allowed
         && allowed != resp.allowed

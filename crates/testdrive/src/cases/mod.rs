@@ -27,8 +27,9 @@ pub mod resolve;
 pub mod schema;
 
 pub use discovery::{case_files, packaging_problems, policy_metadata, policy_name, wasm_file_name};
+pub use judge::check_evaluation;
 pub use judge::{CaseOutcome, run_case};
-pub(crate) use judge::{check_evaluation, check_message, compact, quote};
+pub(crate) use judge::{check_message, compact, quote};
 pub(crate) use report::selected_cases;
 pub use report::{CheckOptions, PolicyReport, check_policy};
 pub use resolve::{

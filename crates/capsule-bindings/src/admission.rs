@@ -1,0 +1,178 @@
+//! A request through a tenant's bindings, routed and ordered as the API server does.
+//!
+//! Bindings whose rules and namespaceSelector match the request see it. Mutating ones run
+//! first, one at a time in name order, each on the object the previous one produced; a
+//! refusal ends the request there. Then every validating binding judges the final object.
+
+use serde_json::Value;
+use testdrive::{ClusterObjects, Evaluation, Recorder, SharedCallbacks, shared};
+
+use crate::binding::Binding;
+use crate::catalogue::Policy;
+use crate::error::{Error, Result};
+use crate::hosts::Hosts;
+
+/// One binding's answer to the request as it saw it.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// The binding's name.
+    pub binding: String,
+    /// Its policy.
+    pub policy: &'static Policy,
+    /// The request as this binding received it (the object mutated by earlier bindings).
+    pub request: Value,
+    /// Its settings.
+    pub settings: Value,
+    /// The answer.
+    pub evaluation: Evaluation,
+    /// The cluster reads it made, as a kwctl replay session (`[]` for none).
+    pub session: String,
+}
+
+/// Every binding's answer, in the order they ran.
+#[derive(Debug, Clone, Default)]
+pub struct Admission {
+    /// The answers.
+    pub steps: Vec<Step>,
+}
+
+impl Admission {
+    /// Whether the API server admits the request: every binding that saw it allowed it.
+    pub fn allowed(&self) -> bool {
+        self.steps.iter().all(|s| s.evaluation.response.allowed)
+    }
+}
+
+/// The Namespace object named by the request (`request.namespace`, else the object's), or an
+/// unlabelled one when the cluster has none of that name; `None` for cluster-scoped requests.
+fn namespace_of(request: &Value, cluster: &ClusterObjects) -> Option<Value> {
+    let name = [
+        "/namespace",
+        "/object/metadata/namespace",
+        "/oldObject/metadata/namespace",
+    ]
+    .iter()
+    .filter_map(|p| request.pointer(p).and_then(Value::as_str))
+    .find(|n| !n.is_empty())?;
+    let found = cluster.objects().iter().find(|o| {
+        o.get("kind").and_then(Value::as_str) == Some("Namespace")
+            && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+    });
+    Some(
+        found
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"metadata": {"name": name}})),
+    )
+}
+
+/// Judges `request` with every binding the API server would send it to.
+pub fn admit(
+    bindings: &[Binding],
+    request: &Value,
+    cluster: &ClusterObjects,
+    hosts: &mut Hosts,
+) -> Result<Admission> {
+    let namespace = namespace_of(request, cluster);
+    let mut routed: Vec<&Binding> = bindings
+        .iter()
+        .filter(|b| b.applies(request, namespace.as_ref()))
+        .collect();
+    routed.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut current = request.clone();
+    let mut admission = Admission::default();
+    for binding in routed.iter().filter(|b| b.mutating) {
+        let step = evaluate(binding, &current, cluster, hosts)?;
+        let allowed = step.evaluation.response.allowed;
+        if allowed
+            && let Some(object) = &step.evaluation.mutated_object
+            && let Some(slot) = current.get_mut("object")
+        {
+            *slot = object.clone();
+        }
+        admission.steps.push(step);
+        if !allowed {
+            return Ok(admission);
+        }
+    }
+    for binding in routed.iter().filter(|b| !b.mutating) {
+        admission
+            .steps
+            .push(evaluate(binding, &current, cluster, hosts)?);
+    }
+    Ok(admission)
+}
+
+fn evaluate(
+    binding: &Binding,
+    request: &Value,
+    cluster: &ClusterObjects,
+    hosts: &mut Hosts,
+) -> Result<Step> {
+    let recorder = shared(Recorder::new(cluster.clone()));
+    let callbacks: SharedCallbacks = recorder.clone();
+    let evaluation = hosts
+        .host(binding.policy)?
+        .validate(request, &binding.settings, callbacks)?;
+    let session = recorder
+        .lock()
+        .map_err(|_| Error::Invalid("cluster recorder poisoned".into()))?
+        .session_yaml()?;
+    Ok(Step {
+        binding: binding.name.clone(),
+        policy: binding.policy,
+        request: request.clone(),
+        settings: binding.settings.clone(),
+        evaluation,
+        session,
+    })
+}
+
+/// One line per step: the binding, what it did (admitted, mutated, refused, warned) and why.
+pub fn describe(admission: &Admission) -> Vec<String> {
+    let width = admission
+        .steps
+        .iter()
+        .map(|s| s.binding.len())
+        .max()
+        .unwrap_or(0);
+    let mut lines: Vec<String> = admission
+        .steps
+        .iter()
+        .map(|step| {
+            let response = &step.evaluation.response;
+            let what = if !response.allowed {
+                format!(
+                    "refused ({}): {}",
+                    response.code().unwrap_or(0),
+                    response.message().unwrap_or_default()
+                )
+            } else if let Some(patch) = &step.evaluation.patch {
+                format!(
+                    "mutated: {}",
+                    serde_json::to_string(patch).unwrap_or_default()
+                )
+            } else {
+                "admitted".to_owned()
+            };
+            let warnings = response
+                .warnings
+                .iter()
+                .flatten()
+                .map(|w| format!("; warning: {w}"))
+                .collect::<String>();
+            format!("  {:width$}  {what}{warnings}", step.binding)
+        })
+        .collect();
+    if admission.steps.is_empty() {
+        lines.push("  no binding of these applies".to_owned());
+    }
+    lines.push(format!(
+        "  => {}",
+        if admission.allowed() {
+            "admitted"
+        } else {
+            "refused"
+        }
+    ));
+    lines
+}

@@ -1,0 +1,273 @@
+//! `capsule-bindings`: Capsule Tenants in, the bundle's ClusterAdmissionPolicies out (see the
+//! library docs and the README section "Coming from Capsule").
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use capsule_bindings::admission::{admit, describe};
+use capsule_bindings::binding::ModuleSource;
+use capsule_bindings::convert::convert_from;
+use capsule_bindings::scenario::{KwctlOptions, run_file, scenario_files};
+use capsule_bindings::{Binding, Error, Hosts, Options, Result, parse_tenants, to_yaml};
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+
+const DEFAULT_WASM_DIR: &str = "target/wasm32-wasip1/release";
+
+#[derive(Parser)]
+#[command(
+    name = "capsule-bindings",
+    version,
+    about = "Converts Capsule Tenants into the tenancy-policies ClusterAdmissionPolicies that enforce the same tenant"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Convert Tenant manifests into ClusterAdmissionPolicies (YAML on stdout or --output);
+    /// findings on stderr. Nothing is written when a field is malformed or a policy refuses
+    /// its settings.
+    Convert(ConvertArgs),
+    /// Judge requests with written bindings, as the API server routes them: which binding
+    /// admitted, mutated or refused each, and why.
+    Try(TryArgs),
+    /// Run scenario cases (a Tenant converted, requests judged by its bindings); with --kwctl
+    /// every evaluation is also run by the real kwctl and must agree.
+    Check(CheckArgs),
+}
+
+#[derive(Args)]
+struct ConvertArgs {
+    /// Tenant manifests (`-` for stdin); several Tenants per file are allowed.
+    #[arg(required = true)]
+    tenants: Vec<PathBuf>,
+    /// Registry and path prefix of the modules: registry://<REGISTRY>/tenancy-policies/<policy>:<VERSION>.
+    #[arg(long)]
+    registry: String,
+    /// Module tag.
+    #[arg(long, default_value = concat!("v", env!("CARGO_PKG_VERSION")))]
+    version: String,
+    /// Namespace label naming the tenant.
+    #[arg(long, default_value = capsule_bindings::translate::CAPSULE_TENANT_LABEL)]
+    tenant_label: String,
+    /// Where the built policy modules are (their validate_settings checks every binding).
+    #[arg(long, default_value = DEFAULT_WASM_DIR)]
+    wasm_dir: PathBuf,
+    /// Write the YAML here instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// List what would be written (one line per binding) and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Args)]
+struct TryArgs {
+    /// The bindings (the YAML `convert` wrote).
+    bindings: PathBuf,
+    /// AdmissionRequests or AdmissionReviews (JSON or YAML).
+    #[arg(long = "request-path", required = true, num_args = 1..)]
+    requests: Vec<PathBuf>,
+    /// Objects in the cluster (Namespaces with their labels, classes, ...), YAML.
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    /// Where the built policy modules are.
+    #[arg(long, default_value = DEFAULT_WASM_DIR)]
+    wasm_dir: PathBuf,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Scenario files or folders of them.
+    #[arg(default_value = "crates/capsule-bindings/cases")]
+    paths: Vec<PathBuf>,
+    /// Where the built policy modules are.
+    #[arg(long, default_value = DEFAULT_WASM_DIR)]
+    wasm_dir: PathBuf,
+    /// Also run every evaluation through this kwctl.
+    #[arg(long)]
+    kwctl: Option<PathBuf>,
+    /// Where kwctl's annotated modules and inputs are written.
+    #[arg(long, default_value = "target/e2e-capsule-bindings")]
+    work_dir: PathBuf,
+    /// The policies' folders (metadata.yml and README.md, for kwctl annotate).
+    #[arg(long, default_value = "policies")]
+    policies_dir: PathBuf,
+    /// Only requests whose name (or file name) contains this.
+    #[arg(long)]
+    filter: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Convert(a) => convert(a),
+        Command::Try(a) => try_requests(a),
+        Command::Check(a) => check(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("capsule-bindings: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Error::io(path, e))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
+}
+
+fn convert(args: ConvertArgs) -> Result<ExitCode> {
+    let mut tenants = Vec::new();
+    for path in &args.tenants {
+        tenants.extend(parse_tenants(&read(path)?, &path.display().to_string())?);
+    }
+    let options = Options {
+        tenant_label: args.tenant_label,
+    };
+    let source = ModuleSource {
+        registry: args.registry,
+        version: args.version,
+    };
+    let mut hosts = Hosts::new(args.wasm_dir);
+    let conversion = convert_from(&tenants, &options, &source, &mut hosts)?;
+    for report in &conversion.reports {
+        eprintln!("capsule-bindings: {report}");
+    }
+    if !conversion.errors.is_empty() {
+        for error in &conversion.errors {
+            eprintln!("capsule-bindings: {error}");
+        }
+        eprintln!(
+            "capsule-bindings: {} error(s): nothing written",
+            conversion.errors.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    if args.dry_run {
+        for manifest in &conversion.bindings {
+            let at = |p: &str| manifest.pointer(p).cloned().unwrap_or(Value::Null);
+            let mutating = if at("/spec/mutating") == Value::Bool(true) {
+                "mutating"
+            } else {
+                "validating"
+            };
+            println!(
+                "would write ClusterAdmissionPolicy {} ({mutating}, {}): settings {}",
+                at("/metadata/name").as_str().unwrap_or_default(),
+                at("/spec/module").as_str().unwrap_or_default(),
+                at("/spec/settings")
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let yaml = to_yaml(&conversion.bindings)?;
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, yaml).map_err(|e| Error::io(path, e))?;
+            eprintln!(
+                "capsule-bindings: wrote {} ClusterAdmissionPolicies to {}",
+                conversion.bindings.len(),
+                path.display()
+            );
+        }
+        None => print!("{yaml}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn try_requests(args: TryArgs) -> Result<ExitCode> {
+    let mut bindings = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(&read(&args.bindings)?) {
+        let manifest: Value = serde::Deserialize::deserialize(document)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", args.bindings.display())))?;
+        if !manifest.is_null() {
+            bindings.push(Binding::from_manifest(&manifest)?);
+        }
+    }
+    let cluster = match &args.cluster {
+        Some(path) => testdrive::ClusterObjects::from_file(path)?,
+        None => testdrive::ClusterObjects::default(),
+    };
+    let mut hosts = Hosts::new(args.wasm_dir);
+    for path in &args.requests {
+        let request = testdrive::request::load_request(path)?;
+        let field = |p: &str| request.pointer(p).and_then(Value::as_str).unwrap_or("?");
+        println!(
+            "{} {} {}/{} by {} ({}):",
+            field("/operation"),
+            field("/kind/kind"),
+            field("/namespace"),
+            field("/name"),
+            field("/userInfo/username"),
+            path.display()
+        );
+        let admission = admit(&bindings, &request, &cluster, &mut hosts)?;
+        for line in describe(&admission) {
+            println!("{line}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(args: CheckArgs) -> Result<ExitCode> {
+    let files = scenario_files(&args.paths)?;
+    let kwctl = args.kwctl.map(|kwctl| KwctlOptions {
+        kwctl,
+        work_dir: args.work_dir,
+        policies_dir: args.policies_dir,
+    });
+    match &kwctl {
+        Some(k) => println!(
+            "capsule-bindings e2e: every scenario request through {} ({} files)",
+            testdrive::e2e::kwctl_version(&k.kwctl)?,
+            files.len()
+        ),
+        None => println!(
+            "capsule-bindings check: every scenario through the built wasm ({} files)",
+            files.len()
+        ),
+    }
+    let mut hosts = Hosts::new(args.wasm_dir.clone());
+    let (mut passed, mut failed) = (0, 0);
+    for file in &files {
+        let report = run_file(
+            file,
+            &mut hosts,
+            &args.wasm_dir,
+            kwctl.as_ref(),
+            args.filter.as_deref(),
+        );
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        println!(
+            "  {name}: {} passed, {} failed",
+            report.passed,
+            report.failures.len()
+        );
+        for (case, failures) in &report.failures {
+            println!("    FAIL {case}");
+            for failure in failures {
+                println!("      {failure}");
+            }
+        }
+        passed += report.passed;
+        failed += report.failures.len();
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,348 @@
+//! ClusterAdmissionPolicies: written from a plan, read back to judge requests.
+
+use policy_core::selector::{LabelSelector, RawLabelSelector};
+use serde_json::{Map, Value, json};
+
+use crate::catalogue::Policy;
+use crate::error::{Error, Result};
+use crate::translate::Planned;
+
+/// Where the modules are published and which version to bind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSource {
+    /// The OCI registry and path prefix (`ghcr.io/acme`): modules are
+    /// `registry://<registry>/tenancy-policies/<policy>:<version>`.
+    pub registry: String,
+    /// The tag (`v0.1.0`).
+    pub version: String,
+}
+
+impl ModuleSource {
+    /// The module reference of `policy`.
+    pub fn module(&self, policy: &Policy) -> String {
+        format!(
+            "registry://{}/tenancy-policies/{}:{}",
+            self.registry.trim_end_matches('/'),
+            policy.name,
+            self.version
+        )
+    }
+}
+
+/// The name of the binding of `policy` for `tenant` (`solar-priority-class`).
+pub fn binding_name(tenant: &str, policy: &Policy) -> String {
+    format!("{tenant}-{}", policy.short)
+}
+
+/// The ClusterAdmissionPolicy binding a planned policy to the namespaces labelled
+/// `tenant_label: tenant`; `mutating`, `backgroundAudit`, `contextAwareResources` and (unless
+/// the plan narrows them) `rules` are the policy's metadata.
+pub fn manifest(
+    tenant: &str,
+    tenant_label: &str,
+    planned: &Planned,
+    source: &ModuleSource,
+) -> Result<Value> {
+    let policy = planned.policy;
+    let metadata = policy.metadata()?;
+    let mut labels = Map::new();
+    labels.insert(tenant_label.to_owned(), json!(tenant));
+    let mut spec = Map::new();
+    spec.insert("module".into(), json!(source.module(policy)));
+    spec.insert("mode".into(), json!("protect"));
+    spec.insert("mutating".into(), json!(metadata.mutating));
+    spec.insert("backgroundAudit".into(), json!(metadata.background_audit));
+    let rules = planned.rules.as_ref().unwrap_or(&metadata.rules);
+    spec.insert("rules".into(), Value::Array(rules.clone()));
+    spec.insert(
+        "namespaceSelector".into(),
+        json!({"matchLabels": Value::Object(labels.clone())}),
+    );
+    if !metadata.context_aware_resources.is_empty() {
+        let resources: Vec<Value> = metadata
+            .context_aware_resources
+            .iter()
+            .map(|r| json!({"apiVersion": r.api_version, "kind": r.kind}))
+            .collect();
+        spec.insert("contextAwareResources".into(), Value::Array(resources));
+    }
+    spec.insert("settings".into(), planned.settings.clone());
+    Ok(json!({
+        "apiVersion": "policies.kubewarden.io/v1",
+        "kind": "ClusterAdmissionPolicy",
+        "metadata": {"name": binding_name(tenant, policy), "labels": Value::Object(labels)},
+        "spec": Value::Object(spec),
+    }))
+}
+
+/// Several manifests as one YAML stream for `kubectl apply -f`.
+pub fn to_yaml(manifests: &[Value]) -> Result<String> {
+    let mut out = String::new();
+    for manifest in manifests {
+        out.push_str("---\n");
+        out.push_str(
+            &serde_yaml::to_string(manifest)
+                .map_err(|e| Error::Invalid(format!("cannot write YAML: {e}")))?,
+        );
+    }
+    Ok(out)
+}
+
+/// One admission rule of a binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rule {
+    groups: Vec<String>,
+    versions: Vec<String>,
+    resources: Vec<String>,
+    operations: Vec<String>,
+}
+
+/// A binding as the API server routes requests to it.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    /// `metadata.name`.
+    pub name: String,
+    /// The policy its module is.
+    pub policy: &'static Policy,
+    /// `spec.mutating`.
+    pub mutating: bool,
+    /// `spec.settings`.
+    pub settings: Value,
+    rules: Vec<Rule>,
+    namespace_selector: Option<LabelSelector>,
+}
+
+fn strings_at(value: &Value, key: &str) -> Vec<String> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+fn listed(list: &[String], value: &str) -> bool {
+    list.iter().any(|v| v == "*" || v == value)
+}
+
+impl Binding {
+    /// Reads a ClusterAdmissionPolicy of this bundle (its module must name one of
+    /// [`crate::POLICIES`]).
+    pub fn from_manifest(manifest: &Value) -> Result<Binding> {
+        let name = manifest
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let invalid = |what: String| Error::Invalid(format!("binding {name:?}: {what}"));
+        if manifest.get("kind").and_then(Value::as_str) != Some("ClusterAdmissionPolicy") {
+            return Err(invalid("not a ClusterAdmissionPolicy".into()));
+        }
+        let spec = manifest
+            .get("spec")
+            .ok_or_else(|| invalid("no spec".into()))?;
+        let module = spec
+            .get("module")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let policy_name = module
+            .rsplit('/')
+            .next()
+            .and_then(|last| last.split([':', '@']).next())
+            .unwrap_or_default();
+        let policy = Policy::find(policy_name).ok_or_else(|| {
+            invalid(format!(
+                "module {module:?} is not a policy a Tenant translates into"
+            ))
+        })?;
+        let rules = spec
+            .get("rules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|r| Rule {
+                groups: strings_at(r, "apiGroups"),
+                versions: strings_at(r, "apiVersions"),
+                resources: strings_at(r, "resources"),
+                operations: strings_at(r, "operations"),
+            })
+            .collect();
+        let namespace_selector = match spec.get("namespaceSelector") {
+            None | Some(Value::Null) => None,
+            Some(raw) => {
+                let raw: RawLabelSelector = serde_json::from_value(raw.clone())
+                    .map_err(|e| invalid(format!("namespaceSelector: {e}")))?;
+                Some(
+                    LabelSelector::build(&raw)
+                        .map_err(|e| invalid(format!("namespaceSelector: {e}")))?,
+                )
+            }
+        };
+        Ok(Binding {
+            name,
+            policy,
+            mutating: spec
+                .get("mutating")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            settings: spec.get("settings").cloned().unwrap_or_else(|| json!({})),
+            rules,
+            namespace_selector,
+        })
+    }
+
+    /// Whether the API server sends `request` to this binding: one rule names its group,
+    /// version, resource (with subresource) and operation, and its Namespace (`namespace`,
+    /// `None` for cluster-scoped objects, which a namespaceSelector never filters) matches.
+    pub fn applies(&self, request: &Value, namespace: Option<&Value>) -> bool {
+        let field = |path: &str| {
+            request
+                .pointer(path)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let (group, version, resource) = (
+            field("/resource/group"),
+            field("/resource/version"),
+            field("/resource/resource"),
+        );
+        let sub = field("/subResource");
+        let operation = field("/operation");
+        let full = if sub.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}/{sub}")
+        };
+        let resource_listed = |list: &[String]| {
+            list.iter().any(|r| {
+                r == &full
+                    || r == "*/*"
+                    || (sub.is_empty() && r == "*")
+                    || (!sub.is_empty()
+                        && (r == &format!("{resource}/*") || r == &format!("*/{sub}")))
+            })
+        };
+        let routed = self.rules.iter().any(|r| {
+            listed(&r.groups, group)
+                && listed(&r.versions, version)
+                && resource_listed(&r.resources)
+                && listed(&r.operations, operation)
+        });
+        routed
+            && match (&self.namespace_selector, namespace) {
+                (Some(selector), Some(namespace)) => selector.matches_object(namespace),
+                _ => true,
+            }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::POLICIES;
+
+    fn source() -> ModuleSource {
+        ModuleSource {
+            registry: "ghcr.io/acme/".into(),
+            version: "v0.1.0".into(),
+        }
+    }
+
+    fn plan(short: &str, settings: Value) -> Planned {
+        Planned {
+            policy: Policy::find(short).unwrap(),
+            settings,
+            rules: None,
+        }
+    }
+
+    #[test]
+    fn planned_rules_replace_the_metadata_ones() {
+        let mut planned = plan("protected-objects", json!({}));
+        let narrow = json!({"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "resources": ["networkpolicies"], "operations": ["DELETE"]});
+        planned.rules = Some(vec![narrow.clone()]);
+        let m = manifest("solar", "t", &planned, &source()).unwrap();
+        assert_eq!(m["spec"]["rules"], json!([narrow]));
+    }
+
+    fn pod_request(namespace: &str, operation: &str, sub: Option<&str>) -> Value {
+        let mut r = json!({"resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": operation, "namespace": namespace});
+        if let Some(sub) = sub {
+            r["subResource"] = json!(sub);
+        }
+        r
+    }
+
+    #[test]
+    fn manifests_carry_the_metadata_and_read_back() {
+        let planned = plan("priority-class", json!({"allowed": ["a"]}));
+        let m = manifest("solar", "capsule.clastix.io/tenant", &planned, &source()).unwrap();
+        assert_eq!(m["metadata"]["name"], "solar-priority-class");
+        assert_eq!(
+            m["spec"]["module"],
+            "registry://ghcr.io/acme/tenancy-policies/priority-class-policy:v0.1.0"
+        );
+        assert_eq!(m["spec"]["mutating"], true);
+        assert_eq!(
+            m["spec"]["contextAwareResources"][0]["kind"],
+            "PriorityClass"
+        );
+        assert_eq!(
+            m["spec"]["namespaceSelector"],
+            json!({"matchLabels": {"capsule.clastix.io/tenant": "solar"}})
+        );
+        let binding = Binding::from_manifest(&m).unwrap();
+        assert_eq!(binding.policy.name, "priority-class-policy");
+        assert!(binding.mutating);
+        let solar = json!({"metadata": {"name": "solar-dev", "labels": {"capsule.clastix.io/tenant": "solar"}}});
+        let oil = json!({"metadata": {"name": "oil-dev", "labels": {"capsule.clastix.io/tenant": "oil"}}});
+        assert!(binding.applies(&pod_request("solar-dev", "CREATE", None), Some(&solar)));
+        assert!(!binding.applies(&pod_request("oil-dev", "CREATE", None), Some(&oil)));
+        assert!(!binding.applies(&pod_request("solar-dev", "DELETE", None), Some(&solar)));
+        assert!(!binding.applies(
+            &pod_request("solar-dev", "UPDATE", Some("ephemeralcontainers")),
+            Some(&solar)
+        ));
+    }
+
+    #[test]
+    fn subresources_need_their_own_rule() {
+        let m = manifest(
+            "solar",
+            "t",
+            &plan("container-registry", json!({})),
+            &source(),
+        )
+        .unwrap();
+        let binding = Binding::from_manifest(&m).unwrap();
+        assert!(binding.applies(
+            &pod_request("x", "UPDATE", Some("ephemeralcontainers")),
+            None
+        ));
+        assert!(!binding.applies(&pod_request("x", "UPDATE", Some("status")), None));
+    }
+
+    #[test]
+    fn refuses_foreign_modules() {
+        let m = json!({"kind": "ClusterAdmissionPolicy", "metadata": {"name": "x"}, "spec": {"module": "registry://ghcr.io/kubewarden/policies/safe-labels:v1"}});
+        let err = Binding::from_manifest(&m).unwrap_err().to_string();
+        assert!(
+            err.contains("not a policy a Tenant translates into"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn yaml_stream() {
+        let all: Vec<Value> = POLICIES
+            .iter()
+            .take(2)
+            .map(|p| manifest("solar", "t", &plan(p.short, json!({})), &source()).unwrap())
+            .collect();
+        let text = to_yaml(&all).unwrap();
+        assert_eq!(text.matches("---\n").count(), 2);
+        assert!(text.contains("name: solar-node-selector"));
+    }
+}
