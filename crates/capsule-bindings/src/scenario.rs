@@ -240,13 +240,7 @@ impl<'a> Kwctl<'a> {
             request: &request,
             session: &session,
         };
-        let theirs = kwctl_run(
-            &self.options.kwctl,
-            &self.trust,
-            &module,
-            &inputs,
-            &metadata,
-        )?;
+        let theirs = kwctl_run(&self.options.kwctl, &self.trust, module, &inputs, &metadata)?;
         Ok(disagreement(&theirs, &step.evaluation))
     }
 }
