@@ -1,6 +1,7 @@
 # tenancy-policies — build, test and try the Kubewarden policies of this bundle.
 #
-#   make run    build what is needed and evaluate the seed example through testdrive
+#   make run    build what is needed, evaluate the seed example through testdrive, then convert the
+#               seed's Capsule solar Tenant and show Alice's requests through its bindings
 #   make test   fmt, clippy, unit tests, all wasm built, every declarative case through the wasm,
 #               then through the real kwctl (make e2e) when kwctl is found
 #   make e2e    every declarative case through the real kwctl ($(KWCTL), else kwctl on PATH)
@@ -13,6 +14,7 @@ WASM_TARGET := wasm32-wasip1
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 WASM_DIR := $(TARGET_DIR)/$(WASM_TARGET)/release
 TESTDRIVE := $(TARGET_DIR)/host/testdrive
+CAPSULE_BINDINGS := $(TARGET_DIR)/host/capsule-bindings
 POLICIES := $(notdir $(wildcard policies/*-policy))
 POLICY_PKGS := $(foreach p,$(POLICIES),-p $(p))
 # The real Kubewarden tools: KWCTL for make e2e, POLICY_SERVER for make bench-server.
@@ -20,6 +22,11 @@ KWCTL ?= $(shell command -v kwctl 2> /dev/null)
 POLICY_SERVER ?= $(shell command -v policy-server 2> /dev/null)
 SEED_SETTINGS := test_data/pod-toleration-policy/settings/seed.yaml
 SEED_REQUESTS := test_data/pod-toleration-policy/requests
+CAPSULE_DATA := test_data/capsule-bindings
+# Alice's requests shown by make run after the solar Tenant is converted
+SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,pod.json pod-image-gcr.json \
+  pvc-no-class.json service-node-port.json ingress-host-bank.json gateway-no-class.json \
+  claim-gpu-secret.json pod-oil-dev.json)
 
 .PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server fuzz clean
 
@@ -34,6 +41,12 @@ run: setup policies testdrive
 	  --metadata policies/pod-toleration-policy/metadata.yml \
 	  --settings-path $(SEED_SETTINGS) \
 	  --request-path $(SEED_REQUESTS)/pod-equal-dedicated-member.json
+	@echo "== Capsule: the seed's solar Tenant converted into this bundle's bindings (findings on stderr) =="
+	$(CAPSULE_BINDINGS) convert $(CAPSULE_DATA)/tenants/solar.yaml --registry ghcr.io/acme \
+	  --wasm-dir $(WASM_DIR) --output $(TARGET_DIR)/solar-bindings.yaml
+	@echo "== Capsule: Alice's requests through the solar bindings (which binding admitted, mutated or refused each, and why) =="
+	$(CAPSULE_BINDINGS) try $(TARGET_DIR)/solar-bindings.yaml --cluster $(CAPSULE_DATA)/solar-cluster.yaml \
+	  --wasm-dir $(WASM_DIR) --request-path $(SOLAR_REQUESTS)
 
 test: setup fmt-check lint unit policies testdrive check e2e-if-kwctl
 
@@ -70,6 +83,7 @@ testdrive:
 # Every declarative case of every policy, through the built wasm. Its last line is
 # "N passed, N failed".
 check: policies testdrive
+	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR)
 	$(TESTDRIVE) check --wasm-dir $(WASM_DIR)
 
 # Every declarative case through the real kwctl: kwctl annotate (no warning allowed), kwctl
@@ -78,6 +92,7 @@ check: policies testdrive
 # "N passed, N failed".
 e2e: policies testdrive
 	@test -n "$(KWCTL)" || { echo "make e2e needs kwctl: set KWCTL=/path/to/kwctl or put kwctl on PATH"; exit 1; }
+	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR) --kwctl $(KWCTL) --work-dir $(TARGET_DIR)/e2e-capsule-bindings
 	$(TESTDRIVE) e2e --kwctl $(KWCTL) --wasm-dir $(WASM_DIR) --work-dir $(TARGET_DIR)/e2e
 
 e2e-if-kwctl:

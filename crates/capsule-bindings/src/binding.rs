@@ -50,7 +50,8 @@ pub fn manifest(
     let mut spec = Map::new();
     spec.insert("module".into(), json!(source.module(policy)));
     spec.insert("mode".into(), json!("protect"));
-    spec.insert("mutating".into(), json!(metadata.mutating));
+    let mutating = planned.mutating.unwrap_or(metadata.mutating);
+    spec.insert("mutating".into(), json!(mutating));
     spec.insert("backgroundAudit".into(), json!(metadata.background_audit));
     let rules = planned.rules.as_ref().unwrap_or(&metadata.rules);
     spec.insert("rules".into(), Value::Array(rules.clone()));
@@ -255,6 +256,7 @@ mod tests {
             policy: Policy::find(short).unwrap(),
             settings,
             rules: None,
+            mutating: None,
         }
     }
 

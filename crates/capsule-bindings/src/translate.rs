@@ -43,6 +43,9 @@ pub struct Planned {
     /// Rules narrower than the metadata's (which are the most a policy understands), when
     /// the settings use only some of them.
     pub rules: Option<Vec<Value>>,
+    /// `false` when the policy can mutate but these settings never make it (bound as
+    /// validating: the API server then runs it in parallel with the others).
+    pub mutating: Option<bool>,
 }
 
 /// What one Tenant translates into.
@@ -123,6 +126,7 @@ pub fn translate(tenant: &Tenant, options: &Options) -> Translation {
                 policy,
                 settings: Value::Object(s),
                 rules: ctx.rules.remove(policy.short),
+                mutating: (policy.short == "image-pull").then_some(false),
             })
         })
         .collect();
@@ -723,8 +727,15 @@ impl Ctx<'_> {
     /// wildcard hostname.
     fn always_enforced(&mut self) {
         let label = self.options.tenant_label.clone();
-        self.settings("persistent-volume-claim")
-            .insert("volumeBinding".into(), json!({"tenantLabel": label}));
+        let claims = self.settings("persistent-volume-claim");
+        claims.insert("volumeBinding".into(), json!({"tenantLabel": label}));
+        if !claims.contains_key("storageClasses") {
+            // volume binding judges claims only; templates matter for storage classes
+            self.rules.insert(
+                "persistent-volume-claim",
+                vec![json!({"apiGroups": [""], "apiVersions": ["v1"], "resources": ["persistentvolumeclaims"], "operations": ["CREATE", "UPDATE"]})],
+            );
+        }
         self.settings("ingress");
     }
 }
@@ -762,6 +773,31 @@ mod tests {
         );
         assert_eq!(settings_of(&t, "ingress"), Some(json!({})));
         assert!(t.reports.is_empty() && t.errors.is_empty());
+        let claims = &t.planned[0];
+        assert_eq!(
+            claims.rules,
+            Some(vec![
+                json!({"apiGroups": [""], "apiVersions": ["v1"], "resources": ["persistentvolumeclaims"], "operations": ["CREATE", "UPDATE"]})
+            ])
+        );
+    }
+
+    #[test]
+    fn storage_classes_keep_the_template_rules_and_pull_policies_never_mutate() {
+        let t = translate_spec("{storageClasses: {allowed: [ceph]}, imagePullPolicies: [Always]}");
+        let claims = t
+            .planned
+            .iter()
+            .find(|p| p.policy.short == "persistent-volume-claim")
+            .unwrap();
+        assert_eq!(claims.rules, None);
+        let pull = t
+            .planned
+            .iter()
+            .find(|p| p.policy.short == "image-pull")
+            .unwrap();
+        assert_eq!(pull.mutating, Some(false));
+        assert_eq!(claims.mutating, None);
     }
 
     #[test]
