@@ -145,10 +145,10 @@ fn untranslated_hint(field: &str) -> &'static str {
             "namespace quotas and namespace metadata are judged by namespace-quota-policy and namespace-metadata-policy, bound once cluster-wide (a namespaceSelector does not select Namespaces by their tenant before they exist); configure them from their READMEs"
         }
         "resourceQuotas" => {
-            "ResourceQuota distribution creates objects, which admission does not do (SPEC section 4); keep the quotas in your GitOps tree, and protected-objects-policy can protect them"
+            "ResourceQuota distribution creates objects, which admission does not do; keep the quotas in your GitOps tree, and protected-objects-policy can protect them"
         }
         "additionalRoleBindings" | "permissions" => {
-            "RBAC distribution creates objects, which admission does not do (SPEC section 4); rbac-policy can bound what tenant roles grant"
+            "RBAC distribution creates objects, which admission does not do; rbac-policy can bound what tenant roles grant"
         }
         "podOptions" => "Pod metadata injection is not done by any policy of this bundle",
         "rules" => {
@@ -699,7 +699,7 @@ impl Ctx<'_> {
             self.not_translated(
                 &p,
                 format!(
-                    "{count} NetworkPolicy spec(s): admission does not create objects (SPEC section 4); create them in each namespace of the tenant labelled {CAPSULE_MANAGED_LABEL}=controller (or keep Capsule's replication); {tenant}-protected-objects keeps the tenant from changing or deleting them"
+                    "{count} NetworkPolicy spec(s): admission does not create objects; create them in each namespace of the tenant labelled {CAPSULE_MANAGED_LABEL}=controller (or keep Capsule's replication); {tenant}-protected-objects keeps the tenant from changing or deleting them"
                 ),
             );
             // the metadata's rules are every resource; the binding sees only NetworkPolicies
@@ -927,7 +927,7 @@ mod tests {
             ]
         );
         assert!(t.reports[0].message.contains("User alice"));
-        assert!(t.reports[1].message.contains("SPEC section 4"));
+        assert!(t.reports[1].message.contains("admission does not do"));
         assert_eq!(
             settings_of(&t, "limit-range"),
             Some(json!({"items": [{"limits": [{"type": "Pod"}]}]}))
