@@ -441,37 +441,48 @@ impl Ctx<'_> {
         }
     }
 
-    fn allowed_hostnames(&mut self, path: &str, value: &Value) {
-        let Some(block) = self.object(path, value) else {
-            return;
-        };
+    /// A block of an exact list and a regex (`allowed`/`allowedRegex` or
+    /// `denied`/`deniedRegex`, as `keys` says); `None`, reported, when nothing is left in it.
+    fn list_and_regex(
+        &mut self,
+        path: &str,
+        value: &Value,
+        keys: [&str; 2],
+        effect: Effect,
+        subject: &str,
+    ) -> Option<Map<String, Value>> {
+        let [list_key, regex_key] = keys;
+        let block = self.object(path, value)?;
         let mut out = Map::new();
         for (key, value) in block {
             let p = format!("{path}.{key}");
-            match key.as_str() {
-                "allowed" => {
-                    if let Some(hosts) = self.strings(&p, value) {
-                        out.insert("allowed".into(), Value::Array(hosts));
-                    }
+            if key == list_key {
+                if let Some(list) = self.strings(&p, value) {
+                    out.insert(key.clone(), Value::Array(list));
                 }
-                "allowedRegex" => {
-                    if let Some(text) = self.string(&p, value)
-                        && !text.is_empty()
-                    {
-                        let regex = self.regex(&p, text, Effect::Allows, "hostname");
-                        out.insert("allowedRegex".into(), Value::String(regex));
-                    }
+            } else if key == regex_key {
+                if let Some(text) = self.string(&p, value)
+                    && !text.is_empty()
+                {
+                    let regex = self.regex(&p, text, effect, subject);
+                    out.insert(key.clone(), Value::String(regex));
                 }
-                _ => self.not_translated(&p, "not a field of allowedHostnames"),
+            } else {
+                self.not_translated(&p, "no policy of this bundle enforces it");
             }
         }
         if out.is_empty() {
-            self.not_translated(
-                path,
-                "nothing to enforce is left: hostnames are not restricted",
-            );
-            return;
+            self.not_translated(path, "nothing to enforce is left, so nothing is restricted");
+            return None;
         }
+        Some(out)
+    }
+
+    fn allowed_hostnames(&mut self, path: &str, value: &Value) {
+        let keys = ["allowed", "allowedRegex"];
+        let Some(out) = self.list_and_regex(path, value, keys, Effect::Allows, "hostname") else {
+            return;
+        };
         self.changed(
             path,
             "the hosts of spec.tls[].hosts are judged too, and rules without host and default-backend-only Ingresses are refused (Capsule judged only spec.rules[].host)",
@@ -568,28 +579,9 @@ impl Ctx<'_> {
     }
 
     fn forbidden(&mut self, path: &str, value: &Value, subject: &str) -> Option<Value> {
-        let block = self.object(path, value)?;
-        let mut out = Map::new();
-        for (key, value) in block {
-            let p = format!("{path}.{key}");
-            match key.as_str() {
-                "denied" => {
-                    if let Some(keys) = self.strings(&p, value) {
-                        out.insert("denied".into(), Value::Array(keys));
-                    }
-                }
-                "deniedRegex" => {
-                    if let Some(text) = self.string(&p, value)
-                        && !text.is_empty()
-                    {
-                        let regex = self.regex(&p, text, Effect::Forbids, subject);
-                        out.insert("deniedRegex".into(), Value::String(regex));
-                    }
-                }
-                _ => self.not_translated(&p, "no policy of this bundle enforces it"),
-            }
-        }
-        (!out.is_empty()).then_some(Value::Object(out))
+        let keys = ["denied", "deniedRegex"];
+        self.list_and_regex(path, value, keys, Effect::Forbids, subject)
+            .map(Value::Object)
     }
 
     fn pull_policies(&mut self, path: &str, value: &Value) {
@@ -604,36 +596,11 @@ impl Ctx<'_> {
     }
 
     fn registries(&mut self, path: &str, value: &Value) {
-        let Some(block) = self.object(path, value) else {
+        let keys = ["allowed", "allowedRegex"];
+        let Some(mut out) = self.list_and_regex(path, value, keys, Effect::Allows, "registry")
+        else {
             return;
         };
-        let mut out = Map::new();
-        for (key, value) in block {
-            let p = format!("{path}.{key}");
-            match key.as_str() {
-                "allowed" => {
-                    if let Some(registries) = self.strings(&p, value) {
-                        out.insert("allowed".into(), Value::Array(registries));
-                    }
-                }
-                "allowedRegex" => {
-                    if let Some(text) = self.string(&p, value)
-                        && !text.is_empty()
-                    {
-                        let regex = self.regex(&p, text, Effect::Allows, "registry");
-                        out.insert("allowedRegex".into(), Value::String(regex));
-                    }
-                }
-                _ => self.not_translated(&p, "no policy of this bundle enforces it"),
-            }
-        }
-        if out.is_empty() {
-            self.not_translated(
-                path,
-                "nothing to enforce is left: registries are not restricted",
-            );
-            return;
-        }
         // Capsule refuses images that do not name their registry
         out.insert("requireFullyQualified".into(), json!(true));
         self.settings("container-registry").extend(out);
