@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::binding::{ModuleSource, binding_name, manifest};
+use crate::binding::{ModuleSource, binding_name, manifest, to_yaml};
 use crate::error::Result;
 use crate::hosts::Hosts;
 use crate::report::{Report, ReportKind};
@@ -21,6 +21,17 @@ pub struct Conversion {
     /// Malformed fields, refused settings and repeated Tenants: when any, nothing may be
     /// written.
     pub errors: Vec<Report>,
+}
+
+impl Conversion {
+    /// The YAML stream to write: `None` when an error forbids writing anything (a Tenant is
+    /// never applied in part).
+    pub fn output(&self) -> Result<Option<String>> {
+        if !self.errors.is_empty() {
+            return Ok(None);
+        }
+        to_yaml(&self.bindings).map(Some)
+    }
 }
 
 /// The default module source of [`convert`]'s bindings when none is given: only the names

@@ -430,6 +430,22 @@ fn convert_scenario(
             ));
         }
     }
+    let written = conversion.output()?.is_some();
+    if written != expect.refused.is_empty() {
+        failures.push(format!(
+            "output: expected {}, got {}",
+            if expect.refused.is_empty() {
+                "the bindings written"
+            } else {
+                "nothing written"
+            },
+            if written {
+                "the bindings written"
+            } else {
+                "nothing written"
+            }
+        ));
+    }
     if errors.len() != expect.refused.len() {
         failures.push(format!(
             "errors: expected {}, got {}: {errors:?}",

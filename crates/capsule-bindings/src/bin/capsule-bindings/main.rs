@@ -9,7 +9,7 @@ use capsule_bindings::admission::{admit, describe};
 use capsule_bindings::binding::ModuleSource;
 use capsule_bindings::convert::convert_from;
 use capsule_bindings::scenario::{KwctlOptions, run_file, scenario_files};
-use capsule_bindings::{Binding, Error, Hosts, Options, Result, parse_tenants, to_yaml};
+use capsule_bindings::{Binding, Error, Hosts, Options, Result, parse_tenants};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
@@ -145,16 +145,16 @@ fn convert(args: ConvertArgs) -> Result<ExitCode> {
     for report in &conversion.reports {
         eprintln!("capsule-bindings: {report}");
     }
-    if !conversion.errors.is_empty() {
-        for error in &conversion.errors {
-            eprintln!("capsule-bindings: {error}");
-        }
+    for error in &conversion.errors {
+        eprintln!("capsule-bindings: {error}");
+    }
+    let Some(yaml) = conversion.output()? else {
         eprintln!(
             "capsule-bindings: {} error(s): nothing written",
             conversion.errors.len()
         );
         return Ok(ExitCode::from(1));
-    }
+    };
     if args.dry_run {
         for manifest in &conversion.bindings {
             let at = |p: &str| manifest.pointer(p).cloned().unwrap_or(Value::Null);
@@ -172,7 +172,6 @@ fn convert(args: ConvertArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let yaml = to_yaml(&conversion.bindings)?;
     match &args.output {
         Some(path) => {
             std::fs::write(path, yaml).map_err(|e| Error::io(path, e))?;
