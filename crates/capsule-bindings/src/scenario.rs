@@ -9,17 +9,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use testdrive::ClusterObjects;
+use testdrive::Metadata;
 use testdrive::cases::{Expect, RequestSpec, check_evaluation};
-use testdrive::e2e::{EMPTY_SIGSTORE_TRUST, KwctlInputs, annotate, disagreement, kwctl_run};
+use testdrive::e2e::{
+    KwctlInputs, annotate, disagreement, in_parallel, kwctl_run, prepare_work_dir,
+};
 use testdrive::request::{merge_patch, unwrap_review};
 
-use crate::admission::{Admission, admit};
+use crate::admission::{Admission, Step, admit};
 use crate::binding::Binding;
 use crate::catalogue::Policy;
 use crate::convert::convert;
@@ -137,35 +138,37 @@ pub struct FileReport {
 /// kwctl, ready to run annotated modules.
 struct Kwctl<'a> {
     options: &'a KwctlOptions,
+    /// The absolute work directory.
+    work_dir: PathBuf,
     trust: PathBuf,
-    modules: BTreeMap<&'static str, PathBuf>,
+    /// Annotated module and metadata of each policy, made on first use.
+    modules: BTreeMap<&'static str, (PathBuf, Metadata)>,
 }
 
 impl<'a> Kwctl<'a> {
     fn new(options: &'a KwctlOptions) -> Result<Self> {
-        let work_dir =
-            std::path::absolute(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
-        std::fs::create_dir_all(&work_dir).map_err(|e| Error::io(&work_dir, e))?;
-        let trust = work_dir.join("sigstore-trust-config.json");
-        std::fs::write(&trust, EMPTY_SIGSTORE_TRUST).map_err(|e| Error::io(&trust, e))?;
+        let (work_dir, trust) = prepare_work_dir(&options.work_dir)?;
         Ok(Kwctl {
             options,
+            work_dir,
             trust,
             modules: BTreeMap::new(),
         })
     }
 
-    fn module(
+    /// Annotates `policy`'s module once.
+    fn annotate(
         &mut self,
         policy: &'static Policy,
         wasm_dir: &Path,
-    ) -> std::result::Result<PathBuf, String> {
-        if let Some(module) = self.modules.get(policy.name) {
-            return Ok(module.clone());
+    ) -> std::result::Result<(), String> {
+        if self.modules.contains_key(policy.name) {
+            return Ok(());
         }
         let dir = self.options.policies_dir.join(policy.name);
-        let work_dir = std::path::absolute(&self.options.work_dir).map_err(|e| e.to_string())?;
-        let module = work_dir.join(format!("{}.annotated.wasm", policy.name));
+        let module = self
+            .work_dir
+            .join(format!("{}.annotated.wasm", policy.name));
         annotate(
             &self.options.kwctl,
             &wasm_dir.join(policy.wasm_file()),
@@ -173,55 +176,42 @@ impl<'a> Kwctl<'a> {
             &dir.join("README.md"),
             &module,
         )?;
-        self.modules.insert(policy.name, module.clone());
-        Ok(module)
+        let metadata = policy.metadata().map_err(|e| e.to_string())?;
+        self.modules.insert(policy.name, (module, metadata));
+        Ok(())
     }
 
-    /// kwctl's disagreement with each step, if any.
-    /// kwctl's disagreement with each step, if any; the steps run two at a time (the
-    /// machine's cores), after their modules are annotated.
+    /// kwctl's disagreement with each step, if any, in the steps' order; the steps run
+    /// [`KWCTL_JOBS`] at a time, after their modules are annotated.
     fn check(&mut self, admission: &Admission, case_dir: &Path, wasm_dir: &Path) -> Vec<String> {
-        let modules: Vec<std::result::Result<PathBuf, String>> = admission
-            .steps
-            .iter()
-            .map(|step| self.module(step.policy, wasm_dir))
-            .collect();
-        let next = AtomicUsize::new(0);
-        let outcomes: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for _ in 0..KWCTL_JOBS {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let (Some(step), Some(module)) = (admission.steps.get(i), modules.get(i))
-                        else {
-                            break;
-                        };
-                        let dir = case_dir.join(format!("{i}-{}", step.binding));
-                        let outcome = module
-                            .clone()
-                            .and_then(|module| self.run_step(step, &module, &dir));
-                        let failure = match outcome {
-                            Ok(None) => continue,
-                            Ok(Some(difference)) => format!("{}: {difference}", step.binding),
-                            Err(e) => format!("{}: {e}", step.binding),
-                        };
-                        if let Ok(mut all) = outcomes.lock() {
-                            all.push((i, failure));
-                        }
-                    }
-                });
+        let mut failures = Vec::new();
+        for step in &admission.steps {
+            if let Err(e) = self.annotate(step.policy, wasm_dir) {
+                failures.push(format!("{}: {e}", step.binding));
+            }
+        }
+        let this = &*self;
+        let steps: Vec<(usize, &Step)> = admission.steps.iter().enumerate().collect();
+        let outcomes = in_parallel(&steps, KWCTL_JOBS, |&(i, step)| {
+            // a module that could not be annotated is reported above
+            let (module, metadata) = this.modules.get(step.policy.name)?;
+            let dir = case_dir.join(format!("{i}-{}", step.binding));
+            match this.run_step(step, module, metadata, &dir) {
+                Ok(None) => None,
+                Ok(Some(difference)) => Some(format!("{}: {difference}", step.binding)),
+                Err(e) => Some(format!("{}: {e}", step.binding)),
             }
         });
-        let mut failures = outcomes.into_inner().unwrap_or_default();
-        failures.sort();
-        failures.into_iter().map(|(_, f)| f).collect()
+        failures.extend(outcomes.into_iter().flatten().flatten());
+        failures
     }
 
+    /// kwctl's disagreement with one step, if any.
     fn run_step(
         &self,
-        step: &crate::admission::Step,
+        step: &Step,
         module: &Path,
+        metadata: &Metadata,
         dir: &Path,
     ) -> std::result::Result<Option<String>, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -234,13 +224,12 @@ impl<'a> Kwctl<'a> {
         let settings = write("settings.json", step.settings.to_string())?;
         let request = write("request.json", review.to_string())?;
         let session = write("session.yml", step.session.clone())?;
-        let metadata = step.policy.metadata().map_err(|e| e.to_string())?;
         let inputs = KwctlInputs {
             settings: &settings,
             request: &request,
             session: &session,
         };
-        let theirs = kwctl_run(&self.options.kwctl, &self.trust, module, &inputs, &metadata)?;
+        let theirs = kwctl_run(&self.options.kwctl, &self.trust, module, &inputs, metadata)?;
         Ok(disagreement(&theirs, &step.evaluation))
     }
 }
@@ -327,11 +316,7 @@ pub fn run_file(
             Ok(admission) => {
                 judge(case, &admission, &mut failures);
                 if let Some(kwctl) = kwctl.as_mut() {
-                    let case_dir = kwctl
-                        .options
-                        .work_dir
-                        .join(&stem)
-                        .join(format!("request-{n:03}"));
+                    let case_dir = kwctl.work_dir.join(&stem).join(format!("request-{n:03}"));
                     failures.extend(kwctl.check(&admission, &case_dir, wasm_dir));
                 }
             }

@@ -70,11 +70,7 @@ struct Job {
 
 /// Runs every case of `dirs` through kwctl; one report per policy directory.
 pub fn run(dirs: &[PathBuf], options: &E2eOptions) -> Result<Vec<PolicyReport>> {
-    std::fs::create_dir_all(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
-    let work_dir =
-        std::path::absolute(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
-    let trust = work_dir.join("sigstore-trust-config.json");
-    std::fs::write(&trust, EMPTY_SIGSTORE_TRUST).map_err(|e| Error::io(&trust, e))?;
+    let (work_dir, trust) = prepare_work_dir(&options.work_dir)?;
     let mut reports = Vec::new();
     let mut jobs = Vec::new();
     for dir in dirs {
@@ -99,6 +95,16 @@ pub fn run(dirs: &[PathBuf], options: &E2eOptions) -> Result<Vec<PolicyReport>> 
         }
     }
     Ok(reports)
+}
+
+/// Creates `work_dir` and writes [`EMPTY_SIGSTORE_TRUST`] into it: the absolute work
+/// directory and the trust file to give every `kwctl run`.
+pub fn prepare_work_dir(work_dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(work_dir).map_err(|e| Error::io(work_dir, e))?;
+    let work_dir = std::path::absolute(work_dir).map_err(|e| Error::io(work_dir, e))?;
+    let trust = work_dir.join("sigstore-trust-config.json");
+    std::fs::write(&trust, EMPTY_SIGSTORE_TRUST).map_err(|e| Error::io(&trust, e))?;
+    Ok((work_dir, trust))
 }
 
 /// kwctl's version line (`kwctl 1.36.0-beta.1`), to name the host in the output.
@@ -234,12 +240,7 @@ pub fn kwctl_run(
         inputs.session,
         metadata,
     );
-    let out = Command::new(kwctl)
-        .args(&args)
-        .arg("--sigstore-trust-config")
-        .arg(trust)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", kwctl.display()))?;
+    let out = kwctl_output(kwctl, &args, trust)?;
     if !out.status.success() {
         return Err(format!(
             "kwctl exited with {}: {}",
@@ -411,40 +412,60 @@ fn placeholder_request() -> Value {
     })
 }
 
-/// Runs the jobs `jobs` at a time; the failures of each, in order.
-fn run_jobs(jobs: &[Job], kwctl: &Path, trust: &Path, parallel: usize) -> Vec<Vec<String>> {
+/// `kwctl <args> --sigstore-trust-config <trust>`: its output, or why it could not run.
+fn kwctl_output(
+    kwctl: &Path,
+    args: &[String],
+    trust: &Path,
+) -> std::result::Result<Output, String> {
+    Command::new(kwctl)
+        .args(args)
+        .arg("--sigstore-trust-config")
+        .arg(trust)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", kwctl.display()))
+}
+
+/// Calls `f` on every item, `jobs` items at a time on scoped threads; the results in the
+/// items' order (`None` where a worker panicked before storing its result).
+pub fn in_parallel<T, R, F>(items: &[T], jobs: usize, f: F) -> Vec<Option<R>>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+{
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Vec<String>>>> = Mutex::new(vec![None; jobs.len()]);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new(items.iter().map(|_| None).collect());
     std::thread::scope(|scope| {
-        for _ in 0..parallel.min(jobs.len().max(1)) {
+        for _ in 0..jobs.max(1).min(items.len().max(1)) {
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = jobs.get(i) else { break };
-                    let run = Command::new(kwctl)
-                        .args(&job.args)
-                        .arg("--sigstore-trust-config")
-                        .arg(trust)
-                        .output();
-                    let failures = match run {
-                        Ok(out) => judge(job, &out),
-                        Err(e) => vec![format!("cannot run {}: {e}", kwctl.display())],
-                    };
+                    let Some(item) = items.get(i) else { break };
+                    let result = f(item);
                     if let Ok(mut r) = results.lock()
                         && let Some(slot) = r.get_mut(i)
                     {
-                        *slot = Some(failures);
+                        *slot = Some(result);
                     }
                 }
             });
         }
     });
-    results
-        .into_inner()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| vec!["not run".to_owned()]))
-        .collect()
+    results.into_inner().unwrap_or_default()
+}
+
+/// Runs the jobs `jobs` at a time; the failures of each, in order.
+fn run_jobs(jobs: &[Job], kwctl: &Path, trust: &Path, parallel: usize) -> Vec<Vec<String>> {
+    in_parallel(jobs, parallel, |job| {
+        match kwctl_output(kwctl, &job.args, trust) {
+            Ok(out) => judge(job, &out),
+            Err(e) => vec![e],
+        }
+    })
+    .into_iter()
+    .map(|r| r.unwrap_or_else(|| vec!["not run".to_owned()]))
+    .collect()
 }
 
 /// The failures of one kwctl run against its case.
@@ -582,6 +603,15 @@ fn first_lines(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_parallel_keeps_the_items_order() {
+        let items: Vec<u32> = (0..50).collect();
+        let doubled = in_parallel(&items, 3, |n| n * 2);
+        let expected: Vec<Option<u32>> = (0..50).map(|n| Some(n * 2)).collect();
+        assert_eq!(doubled, expected);
+        assert!(in_parallel(&[] as &[u32], 2, |n| *n).is_empty());
+    }
 
     #[test]
     fn strips_colours() {
