@@ -38,6 +38,32 @@ pub struct ClusterObjects {
     objects: Vec<Value>,
 }
 
+/// The objects of a YAML text: a list of objects, a `kind: List` with `items`, or several
+/// `---` documents of either form (empty documents skipped).
+///
+/// ```
+/// let objects = testdrive::cluster::yaml_objects("a: 1\n---\n[{b: 2}]\n---\nkind: List\nitems: [{c: 3}]\n", "t").unwrap();
+/// assert_eq!(objects.len(), 3);
+/// ```
+pub fn yaml_objects(text: &str, origin: &str) -> Result<Vec<Value>> {
+    let mut objects = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        let value: Value =
+            serde::Deserialize::deserialize(doc).map_err(|e| Error::parse(origin, e))?;
+        match value {
+            Value::Null => {}
+            Value::Array(items) => objects.extend(items),
+            Value::Object(ref map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
+                if let Some(Value::Array(items)) = map.get("items") {
+                    objects.extend(items.iter().cloned());
+                }
+            }
+            other => objects.push(other),
+        }
+    }
+    Ok(objects)
+}
+
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_str()
 }
@@ -63,24 +89,7 @@ impl ClusterObjects {
     /// Parses YAML: a list of objects, a `kind: List` with `items`, or
     /// several `---` documents of either form.
     pub fn from_yaml_str(text: &str, origin: &str) -> Result<Self> {
-        let mut objects = Vec::new();
-        for doc in serde_yaml::Deserializer::from_str(text) {
-            let value: Value =
-                serde::Deserialize::deserialize(doc).map_err(|e| Error::parse(origin, e))?;
-            match value {
-                Value::Null => {}
-                Value::Array(items) => objects.extend(items),
-                Value::Object(ref map)
-                    if map.get("kind").and_then(Value::as_str) == Some("List") =>
-                {
-                    if let Some(Value::Array(items)) = map.get("items") {
-                        objects.extend(items.iter().cloned());
-                    }
-                }
-                other => objects.push(other),
-            }
-        }
-        Self::new(objects).map_err(|e| Error::parse(origin, e))
+        Self::new(yaml_objects(text, origin)?).map_err(|e| Error::parse(origin, e))
     }
 
     /// Reads a YAML/JSON file of objects (see [`ClusterObjects::from_yaml_str`]).

@@ -187,14 +187,11 @@ fn convert(args: ConvertArgs) -> Result<ExitCode> {
 }
 
 fn try_requests(args: TryArgs) -> Result<ExitCode> {
-    let mut bindings = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(&read(&args.bindings)?) {
-        let manifest: Value = serde::Deserialize::deserialize(document)
-            .map_err(|e| Error::Invalid(format!("{}: {e}", args.bindings.display())))?;
-        if !manifest.is_null() {
-            bindings.push(Binding::from_manifest(&manifest)?);
-        }
-    }
+    let origin = args.bindings.display().to_string();
+    let bindings = testdrive::cluster::yaml_objects(&read(&args.bindings)?, &origin)?
+        .iter()
+        .map(Binding::from_manifest)
+        .collect::<Result<Vec<_>>>()?;
     let cluster = match &args.cluster {
         Some(path) => testdrive::ClusterObjects::from_file(path)?,
         None => testdrive::ClusterObjects::default(),
