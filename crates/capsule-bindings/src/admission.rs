@@ -78,10 +78,12 @@ pub fn admit(
         .filter(|b| b.applies(request, namespace.as_ref()))
         .collect();
     routed.sort_by(|a, b| a.name.cmp(&b.name));
+    // one copy of the objects for every binding; each step records its own reads
+    let objects: SharedCallbacks = shared(cluster.clone());
     let mut current = request.clone();
     let mut admission = Admission::default();
     for binding in routed.iter().filter(|b| b.mutating) {
-        let step = evaluate(binding, &current, cluster, hosts)?;
+        let step = evaluate(binding, &current, &objects, hosts)?;
         let allowed = step.evaluation.response.allowed;
         if allowed
             && let Some(object) = &step.evaluation.mutated_object
@@ -97,7 +99,7 @@ pub fn admit(
     for binding in routed.iter().filter(|b| !b.mutating) {
         admission
             .steps
-            .push(evaluate(binding, &current, cluster, hosts)?);
+            .push(evaluate(binding, &current, &objects, hosts)?);
     }
     Ok(admission)
 }
@@ -105,10 +107,10 @@ pub fn admit(
 fn evaluate(
     binding: &Binding,
     request: &Value,
-    cluster: &ClusterObjects,
+    objects: &SharedCallbacks,
     hosts: &mut Hosts,
 ) -> Result<Step> {
-    let recorder = shared(Recorder::new(cluster.clone()));
+    let recorder = shared(Recorder::new(objects.clone()));
     let callbacks: SharedCallbacks = recorder.clone();
     let evaluation = hosts
         .host(binding.policy)?
