@@ -471,6 +471,35 @@ mod tests {
     }
 
     #[test]
+    fn apparmor_default_only_where_a_container_would_have_none() {
+        let s = spec(
+            json!({"runAsUser": {"rule": "RunAsAny"}, "seLinux": {"rule": "RunAsAny"},
+            "fsGroup": {"rule": "RunAsAny"}, "supplementalGroups": {"rule": "RunAsAny"},
+            "allowedAppArmorProfiles": ["runtime/default"], "defaultAppArmorProfile": "runtime/default"}),
+        );
+        let r = Resolved::resolve(&s, &NamespaceIds::NotRead).unwrap();
+        let rd = json!({"appArmorProfile": {"type": "RuntimeDefault"}});
+        // Every container has its own profile (field or annotation): nothing is written.
+        let mut all_own = json!({"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/i": "runtime/default"}},
+            "spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "a", "securityContext": rd}],
+            "ephemeralContainers": [{"name": "d"}]}});
+        assert!(!apply(&r, &mut all_own, PodKind::Pod).unwrap());
+        // The Pod already has a profile (even a disallowed one): nothing is written.
+        let mut pod_set = json!({"spec": {"securityContext": {"appArmorProfile": {"type": "Unconfined"}},
+            "containers": [{"name": "a"}]}});
+        assert!(!apply(&r, &mut pod_set, PodKind::Pod).unwrap());
+        // One container without a profile: the Pod field is written once, then left alone.
+        let mut one_without =
+            json!({"spec": {"containers": [{"name": "a", "securityContext": rd}, {"name": "b"}]}});
+        assert!(apply(&r, &mut one_without, PodKind::Pod).unwrap());
+        assert_eq!(
+            one_without["spec"]["securityContext"],
+            json!({"appArmorProfile": {"type": "RuntimeDefault"}})
+        );
+        assert!(!apply(&r, &mut one_without, PodKind::Pod).unwrap());
+    }
+
+    #[test]
     fn capabilities_and_other_container_defaults() {
         let s = spec(
             json!({"runAsUser": {"rule": "MustRunAsNonRoot"}, "seLinux": {"rule": "MustRunAs", "seLinuxOptions": {"level": "s0:c1"}},

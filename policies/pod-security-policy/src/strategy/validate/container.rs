@@ -7,7 +7,9 @@ use policy_core::PolicyError;
 use policy_core::json::At;
 use policy_core::path::FieldPath;
 use policy_core::pod::{Container, PodView};
-use policy_core::security_context::{container_apparmor, container_context, container_seccomp};
+use policy_core::security_context::{
+    ProfileRef, container_apparmor, container_context, container_seccomp,
+};
 
 use super::{Out, check_seccomp, check_selinux, counted_list, in_ranges, list, q};
 use crate::spec::{IdRule, PspSpec, SeLinux};
@@ -49,7 +51,7 @@ pub(super) fn check_container(
     view: &PodView<'_>,
     c: &Container<'_>,
     pod_sc: Option<&At<'_>>,
-    pod_has_apparmor: bool,
+    pod_apparmor: Option<&ProfileRef>,
     out: &mut Out,
 ) -> Result<(), PolicyError> {
     let spec = r.spec;
@@ -71,7 +73,7 @@ pub(super) fn check_container(
     if let Some(p) = container_seccomp(view, c)? {
         check_seccomp(&spec.allowed_seccomp_profiles, Some(&p), &ctx.path, out);
     }
-    check_container_apparmor(spec, view, c, &ctx, pod_has_apparmor, out)
+    check_container_apparmor(spec, view, c, &ctx, pod_apparmor, out)
 }
 
 /// `privileged`: a privileged container only where the profile allows it.
@@ -361,37 +363,43 @@ fn check_proc_mount(
     Ok(())
 }
 
-/// `allowedAppArmorProfiles`: the container's profile (annotation, field, else the Pod's)
-/// listed; unset refused.
+/// `allowedAppArmorProfiles`: the container's profile — its annotation, else its own field,
+/// else the Pod's field — listed; unset refused. A disallowed inherited profile is reported at
+/// this container's `appArmorProfile` (where an override would go), naming the Pod field it
+/// comes from: the Pod field applies only through the containers that inherit it.
 fn check_container_apparmor(
     spec: &PspSpec,
     view: &PodView<'_>,
     c: &Container<'_>,
     ctx: &Context<'_, '_, '_>,
-    pod_has_apparmor: bool,
+    pod_apparmor: Option<&ProfileRef>,
     out: &mut Out,
 ) -> Result<(), PolicyError> {
-    if spec.allowed_app_armor_profiles.is_empty() {
+    let allowed = &spec.allowed_app_armor_profiles;
+    if allowed.is_empty() {
         return Ok(());
     }
-    match container_apparmor(view, c)? {
-        Some(p) if !spec.allowed_app_armor_profiles.contains(&p.syntax) => out.push(
-            &p.path,
-            format!(
-                "{} is not an allowed AppArmor profile; allowed: {}",
-                q(&p.syntax),
-                list(spec.allowed_app_armor_profiles.iter())
-            ),
+    let own = container_apparmor(view, c)?;
+    let (found, path) = match (&own, pod_apparmor) {
+        (Some(p), _) => (q(&p.syntax), p.path.clone()),
+        (None, Some(p)) => (
+            format!("{} inherited from {}", q(&p.syntax), p.path),
+            ctx.path.field("appArmorProfile"),
         ),
-        Some(_) => {}
-        None if pod_has_apparmor => {}
-        None => out.push(
-            &ctx.path.field("appArmorProfile"),
+        (None, None) => ("nil".to_owned(), ctx.path.field("appArmorProfile")),
+    };
+    let listed = own
+        .as_ref()
+        .or(pod_apparmor)
+        .is_some_and(|p| allowed.contains(&p.syntax));
+    if !listed {
+        out.push(
+            &path,
             format!(
-                "nil is not an allowed AppArmor profile; allowed: {}",
-                list(spec.allowed_app_armor_profiles.iter())
+                "{found} is not an allowed AppArmor profile; allowed: {}",
+                list(allowed.iter())
             ),
-        ),
+        );
     }
     Ok(())
 }

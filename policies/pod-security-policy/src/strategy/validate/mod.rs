@@ -71,8 +71,8 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
         &pod.path.field("securityContext").field("seccompProfile"),
         &mut out,
     );
+    // The Pod's AppArmor profile is judged only in the containers that inherit it.
     let pod_aa = pod_apparmor(view)?;
-    pod::check_pod_apparmor(spec, pod_aa.as_ref(), &mut out);
     pod::check_runtime_class(spec, pod, &mut out)?;
     // The mounts of a volume are looked up by name, read once when first needed.
     let mut mounts = LazyMounts::default();
@@ -80,7 +80,7 @@ pub fn check(r: &Resolved<'_>, view: &PodView<'_>) -> Result<Vec<Violation>, Pol
         volumes::check_volume(r, &vol, &containers, &mut mounts, &mut out)?;
     }
     for c in &containers {
-        container::check_container(r, view, c, pod_sc.as_ref(), pod_aa.is_some(), &mut out)?;
+        container::check_container(r, view, c, pod_sc.as_ref(), pod_aa.as_ref(), &mut out)?;
     }
     Ok(out.0)
 }
@@ -307,6 +307,76 @@ mod tests {
             run(&non_root, inherited),
             [
                 "spec.securityContext.runAsNonRoot: false is not allowed; containers must run as non-root"
+            ]
+        );
+    }
+
+    #[test]
+    fn apparmor_is_judged_per_container() {
+        let s = spec(json!({"allowedAppArmorProfiles": ["runtime/default", "localhost/x"]}));
+        let unconfined = json!({"type": "Unconfined"});
+        let rd = json!({"securityContext": {"appArmorProfile": {"type": "RuntimeDefault"}}});
+        // Every container (init, regular) overrides the Pod profile: nothing inherits it.
+        let overridden = json!({"spec": {"securityContext": {"appArmorProfile": unconfined},
+            "initContainers": [{"name": "i", "securityContext": rd["securityContext"]}],
+            "containers": [{"name": "a", "securityContext": rd["securityContext"]}]}});
+        assert!(run(&s, overridden).is_empty());
+        // Overrides by annotation count the same.
+        let annotated = json!({"metadata": {"annotations": {
+                "container.apparmor.security.beta.kubernetes.io/i": "localhost/x",
+                "container.apparmor.security.beta.kubernetes.io/a": "runtime/default"}},
+            "spec": {"securityContext": {"appArmorProfile": unconfined},
+            "initContainers": [{"name": "i"}], "containers": [{"name": "a"}]}});
+        assert!(run(&s, annotated).is_empty());
+        // A container inheriting it is refused at its own path, naming the Pod field.
+        let inheriting = json!({"spec": {"securityContext": {"appArmorProfile": unconfined},
+            "containers": [{"name": "a", "securityContext": rd["securityContext"]}, {"name": "b"}],
+            "ephemeralContainers": [{"name": "d"}]}});
+        assert_eq!(
+            run(&s, inheriting),
+            [
+                "spec.containers[1].securityContext.appArmorProfile: \"unconfined\" inherited from spec.securityContext.appArmorProfile.type is not an allowed AppArmor profile; allowed: [runtime/default, localhost/x]",
+                "spec.ephemeralContainers[0].securityContext.appArmorProfile: \"unconfined\" inherited from spec.securityContext.appArmorProfile.type is not an allowed AppArmor profile; allowed: [runtime/default, localhost/x]"
+            ]
+        );
+        // An allowed Pod profile covers the containers without one; no containers, no check.
+        let allowed_pod = json!({"spec": {"securityContext": {"appArmorProfile": {"type": "Localhost", "localhostProfile": "x"}},
+            "containers": [{"name": "a"}]}});
+        assert!(run(&s, allowed_pod).is_empty());
+        let empty =
+            json!({"spec": {"securityContext": {"appArmorProfile": unconfined}, "containers": []}});
+        assert!(run(&s, empty).is_empty());
+    }
+
+    #[test]
+    fn pod_selinux_counts_only_where_inherited() {
+        let s =
+            spec(json!({"seLinux": {"rule": "MustRunAs", "seLinuxOptions": {"level": "s0:c1"}}}));
+        let own = json!({"seLinuxOptions": {"level": "s0:c1"}});
+        let overridden = json!({"spec": {"securityContext": {"seLinuxOptions": {"type": "spc_t"}},
+            "initContainers": [{"name": "i", "securityContext": own}],
+            "containers": [{"name": "a", "securityContext": own}]}});
+        assert!(run(&s, overridden).is_empty());
+        let inherited = json!({"spec": {"securityContext": {"seLinuxOptions": {"type": "spc_t"}},
+            "containers": [{"name": "a", "securityContext": own}, {"name": "b"}]}});
+        assert_eq!(
+            run(&s, inherited),
+            [
+                "spec.securityContext.seLinuxOptions: \"::spc_t:\" is not allowed; seLinuxOptions must be \":::s0:c1\""
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_seccomp_is_judged_even_when_overridden() {
+        // SPEC: the Pod profile and each container profile must be listed.
+        let s = spec(json!({"allowedSeccompProfiles": ["runtime/default"]}));
+        let pod = json!({"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}},
+            "containers": [{"name": "a", "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}]}});
+        assert_eq!(
+            run(&s, pod),
+            [
+                "spec.securityContext.seccompProfile.type: \"unconfined\" is not an allowed seccomp profile; allowed: [runtime/default]"
             ]
         );
     }

@@ -1,10 +1,11 @@
 //! Rules on Pod-level fields: host namespaces, the Pod security context (ids, sysctls,
-//! SELinux), seccomp and AppArmor profiles of the Pod, and the runtime class.
+//! SELinux) and the runtime class. The Pod's seccomp profile is judged in `super`; its
+//! AppArmor profile only in the containers that inherit it.
 
 use policy_core::PolicyError;
 use policy_core::json::At;
 use policy_core::pod::Container;
-use policy_core::security_context::{ProfileRef, container_context};
+use policy_core::security_context::container_context;
 
 use super::{Out, check_selinux, in_ranges, list, q};
 use crate::spec::{IdRule, PspSpec, SAFE_SYSCTLS, SeLinux};
@@ -112,23 +113,6 @@ pub(super) fn check_supplemental_groups_set(
     Ok(())
 }
 
-/// `allowedAppArmorProfiles`: the Pod-level profile, when set, must be listed.
-pub(super) fn check_pod_apparmor(spec: &PspSpec, profile: Option<&ProfileRef>, out: &mut Out) {
-    if !spec.allowed_app_armor_profiles.is_empty()
-        && let Some(p) = profile
-        && !spec.allowed_app_armor_profiles.contains(&p.syntax)
-    {
-        out.push(
-            &p.path,
-            format!(
-                "{} is not an allowed AppArmor profile; allowed: {}",
-                q(&p.syntax),
-                list(spec.allowed_app_armor_profiles.iter())
-            ),
-        );
-    }
-}
-
 /// `runtimeClass`: a set `runtimeClassName` must be allowed.
 pub(super) fn check_runtime_class(
     spec: &PspSpec,
@@ -153,8 +137,8 @@ pub(super) fn check_runtime_class(
 }
 
 /// Whether some container inherits the Pod-level field `name` (does not set its own): a
-/// Pod-level `runAsUser`, `runAsGroup` or `runAsNonRoot` matters only through the containers
-/// it applies to (PSP validated the effective values per container).
+/// Pod-level `runAsUser`, `runAsGroup`, `runAsNonRoot` or `seLinuxOptions` matters only
+/// through the containers it applies to (PSP validated the effective values per container).
 fn inherited(containers: &[Container<'_>], name: &str) -> Result<bool, PolicyError> {
     for c in containers {
         let own = match container_context(c)? {
@@ -168,8 +152,8 @@ fn inherited(containers: &[Container<'_>], name: &str) -> Result<bool, PolicyErr
     Ok(false)
 }
 
-/// The ids of the Pod security context: `runAsUser`, `runAsNonRoot` and `runAsGroup` where
-/// some container inherits them, `fsGroup`, `supplementalGroups` and `seLinuxOptions`.
+/// The ids of the Pod security context: `runAsUser`, `runAsNonRoot`, `runAsGroup` and
+/// `seLinuxOptions` where some container inherits them, `fsGroup` and `supplementalGroups`.
 pub(super) fn pod_level_ids(
     r: &Resolved<'_>,
     sc: &At<'_>,
@@ -182,6 +166,7 @@ pub(super) fn pod_level_ids(
     check_pod_supplemental_groups(r, sc, out)?;
     if let SeLinux::MustRunAs(opts) = &r.spec.se_linux
         && let Some(se) = sc.get_object("seLinuxOptions")?
+        && inherited(containers, "seLinuxOptions")?
     {
         check_selinux(opts, &se, out)?;
     }
