@@ -8,7 +8,7 @@
 
 pub mod settings;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use policy_core::cluster::Lookups;
@@ -124,8 +124,16 @@ impl Policy for ServicePolicy {
         for (keys, map, noun) in [labels, annotations] {
             forbidden_keys(&service, old.as_ref(), keys, map, noun, &mut verdict)?;
         }
-        // README rule 5: rules 1 and 2 only when the type or a node-port field changed.
-        let judged = service.changed(node_port_fields)?;
+        // README rule 5: on UPDATE, rules 1 and 2 only when the type or a node-port field
+        // changed, or a port was added to a type that allocates node ports. Skipped (nothing
+        // read) when neither rule can find anything: node ports allowed and the type too.
+        let can_violate = !settings.allowed_services.node_port
+            || !service_type.allowed(&settings.allowed_services);
+        let judged = match &old {
+            None => true,
+            Some(_) if !can_violate => false,
+            Some(old) => node_port_fields_changed(&spec, service_type, old)?,
+        };
         let no_node_ports = judged && !settings.allowed_services.node_port;
         if no_node_ports {
             port_node_ports(&spec, &mut verdict)?;
@@ -197,16 +205,82 @@ fn forbidden_keys(
     Ok(())
 }
 
-/// What README rules 1 and 2 read: the type and every node-port field (README rule 5).
-fn node_port_fields(object: &Value) -> [Option<&Value>; 4] {
-    let spec = object.get("spec");
-    let field = |name: &str| spec.and_then(|s| s.get(name));
-    [
-        field("type"),
-        field("ports"),
-        field("healthCheckNodePort"),
-        field("allocateLoadBalancerNodePorts"),
+/// README rule 5: whether an UPDATE changed what rules 1 and 2 read. `spec.type`,
+/// `spec.healthCheckNodePort` and `spec.allocateLoadBalancerNodePorts` are compared as JSON
+/// values; `spec.ports` by its node ports ([`PortNodePorts::gained`]) and, for the types that
+/// allocate node ports, by its length (a port added: the API server allocates it a node port).
+/// Both `spec.ports` lists are read in full first, so a malformed one is a 400 naming its
+/// path (`oldObject.spec.ports[0].nodePort: expected an integer`), never read as unchanged.
+fn node_port_fields_changed(
+    spec: &At<'_>,
+    service_type: ServiceType,
+    old: &At<'_>,
+) -> Result<bool, PolicyError> {
+    let ports = PortNodePorts::read(spec)?;
+    let old_spec = old.get_object("spec")?;
+    let old_ports = match &old_spec {
+        Some(old_spec) => PortNodePorts::read(old_spec)?,
+        None => PortNodePorts::default(),
+    };
+    let old_field = |name: &str| old_spec.as_ref().and_then(|s| s.value.get(name));
+    let field_changed = [
+        "type",
+        "healthCheckNodePort",
+        "allocateLoadBalancerNodePorts",
     ]
+    .into_iter()
+    .any(|name| spec.value.get(name) != old_field(name));
+    let allocates = matches!(
+        service_type,
+        ServiceType::NodePort | ServiceType::LoadBalancer
+    );
+    let port_added = allocates && ports.count > old_ports.count;
+    Ok(field_changed || port_added || ports.gained(&old_ports))
+}
+
+/// The entries of a `spec.ports` list and its non-zero `nodePort` values.
+#[derive(Debug, Default)]
+struct PortNodePorts {
+    /// How many entries the list has.
+    count: usize,
+    /// The non-zero `nodePort` values, in list order.
+    node_ports: Vec<i64>,
+}
+
+impl PortNodePorts {
+    /// `spec.ports` of `spec`: a list of objects whose `nodePort`, when present, is an
+    /// integer (400 naming the path otherwise).
+    fn read(spec: &At<'_>) -> Result<Self, PolicyError> {
+        let ports = spec.get_list("ports")?;
+        let mut node_ports = Vec::new();
+        for port in &ports {
+            port.object()?;
+            if let Some(n) = port.get_i64("nodePort")?.filter(|n| *n != 0) {
+                node_ports.push(n);
+            }
+        }
+        Ok(PortNodePorts {
+            count: ports.len(),
+            node_ports,
+        })
+    }
+
+    /// Whether this list holds a node port `old` did not: compared as multisets (a count
+    /// per value), so reordering, renaming, other port fields and removals are no change,
+    /// while a new value, a changed one or one more copy of a value is.
+    fn gained(&self, old: &PortNodePorts) -> bool {
+        let mut held: HashMap<i64, usize> = HashMap::with_capacity(old.node_ports.len());
+        for n in &old.node_ports {
+            *held.entry(*n).or_default() += 1;
+        }
+        self.node_ports.iter().any(|n| match held.get_mut(n) {
+            Some(count) if *count > 0 => {
+                *count -= 1;
+                false
+            }
+            _ => true,
+        })
+    }
 }
 
 /// README rule 1: a type whose flag is false.
@@ -459,6 +533,65 @@ mod tests {
             r.message.as_deref(),
             Some("spec.externalIPs[3]: \"10.0.2.1\" is not in the allowed ranges [10.0.0.0/24]")
         );
+    }
+
+    #[test]
+    fn node_ports_are_compared_as_multisets() {
+        let ports = |values: &[i64]| PortNodePorts {
+            count: values.len(),
+            node_ports: values.to_vec(),
+        };
+        // reordered, one removed: nothing gained
+        assert!(!ports(&[30081, 30080]).gained(&ports(&[30080, 30081, 30082])));
+        assert!(!ports(&[]).gained(&ports(&[30080])));
+        // a new value, a changed one, one more copy of a value
+        assert!(ports(&[30080, 30083]).gained(&ports(&[30080, 30081])));
+        assert!(ports(&[30080]).gained(&ports(&[])));
+        assert!(ports(&[30080, 30080]).gained(&ports(&[30080, 30081])));
+    }
+
+    #[test]
+    fn legacy_node_port_service_stays_editable() {
+        let settings = json!({"allowedServices": {"nodePort": false}});
+        let old = service(json!({"type": "NodePort", "ports": [
+            {"name": "http", "port": 80, "targetPort": 8080, "nodePort": 30080},
+            {"name": "metrics", "port": 9090, "nodePort": 30090}]}));
+        let edited = service(json!({"type": "NodePort", "ports": [
+            {"name": "metrics", "port": 9091, "protocol": "UDP", "nodePort": 30090},
+            {"name": "web", "port": 80, "targetPort": 8081, "nodePort": 30080}]}));
+        assert!(run("UPDATE", edited, old.clone(), settings.clone()).accepted);
+        let added = service(json!({"type": "NodePort", "ports": [
+            {"name": "http", "port": 80, "targetPort": 8080, "nodePort": 30080},
+            {"name": "metrics", "port": 9090, "nodePort": 30090},
+            {"name": "admin", "port": 8443}]}));
+        let r = run("UPDATE", added, old, settings);
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "spec.ports[0].nodePort: must be absent or 0 because node ports are not allowed (found 30080); \
+                 spec.ports[1].nodePort: must be absent or 0 because node ports are not allowed (found 30090); \
+                 spec.type: Services of type NodePort are not allowed"
+            )
+        );
+    }
+
+    #[test]
+    fn malformed_old_ports_are_named() {
+        let settings = json!({"allowedServices": {"nodePort": false}});
+        let object =
+            service(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}));
+        for (old_ports, message) in [
+            (json!({"http": 80}), "oldObject.spec.ports: expected a list"),
+            (json!([80]), "oldObject.spec.ports[0]: expected an object"),
+            (
+                json!([{"port": 80, "nodePort": "30080"}]),
+                "oldObject.spec.ports[0].nodePort: expected an integer",
+            ),
+        ] {
+            let old = service(json!({"type": "NodePort", "ports": old_ports}));
+            let r = run("UPDATE", object.clone(), old, settings.clone());
+            assert_eq!((r.code, r.message.as_deref()), (Some(400), Some(message)));
+        }
     }
 
     #[test]
