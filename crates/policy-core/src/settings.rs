@@ -11,6 +11,10 @@ use serde_json::Value;
 use crate::error::SettingsError;
 use crate::names::NameList;
 
+pub mod no_null;
+
+use no_null::NoNull;
+
 thread_local! {
     static REREAD: Cell<bool> = const { Cell::new(false) };
     /// The last error of [`converted`], whose own path [`decode`] joins to the path of the
@@ -48,28 +52,6 @@ pub fn converted<T, E: serde::de::Error>(result: Result<T, SettingsError>) -> Re
         CONVERSION.with(|c| *c.borrow_mut() = Some(e));
         E::custom(message)
     })
-}
-
-/// A `deserialize_with` for optional settings keys that, when written, must hold a value:
-/// `null` is refused like any other wrong type instead of being read as "not configured"
-/// (use with `#[serde(default, deserialize_with = "present")]`).
-///
-/// ```
-/// #[derive(Debug, serde::Deserialize)]
-/// struct S {
-///     #[serde(default, deserialize_with = "policy_core::settings::present")]
-///     allowed: Option<Vec<String>>,
-/// }
-/// assert!(policy_core::settings::decode::<S>(&serde_json::json!({})).unwrap().allowed.is_none());
-/// let err = policy_core::settings::decode::<S>(&serde_json::json!({"allowed": null})).unwrap_err();
-/// assert!(err.to_string().starts_with("allowed: invalid type: null"), "{err}");
-/// ```
-pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    T::deserialize(d).map(Some)
 }
 
 /// Whether settings are being re-read by `validate` (`docs/semantics.md#cost`): the host validated them
@@ -136,7 +118,8 @@ impl Raw<'_> {
 }
 
 /// Decodes raw settings into `T`, refusing unknown fields and wrong types with the settings
-/// path (`protectedTaints[1].effect: unknown variant ...`). `null` is read as `{}`.
+/// path (`protectedTaints[1].effect: unknown variant ...`), `null` values included
+/// ([`no_null`]). The whole document `null` is read as `{}`.
 ///
 /// JSON text is decoded once without tracking the path; only a failure is decoded a second
 /// time to name the offending path.
@@ -156,7 +139,7 @@ pub fn decode<'a, T: DeserializeOwned>(raw: impl Into<Raw<'a>>) -> Result<T, Set
         return decode(Raw::Json("{}"));
     }
     match raw {
-        Raw::Json(text) => serde_json::from_str(text).or_else(|_| {
+        Raw::Json(text) => from_text(text).or_else(|_| {
             // Name the path of the failure: decode again, tracking it, from a parsed value
             // (so that messages are those of a value, without line and column).
             let value: Value = serde_json::from_str(text)
@@ -165,6 +148,14 @@ pub fn decode<'a, T: DeserializeOwned>(raw: impl Into<Raw<'a>>) -> Result<T, Set
         }),
         Raw::Value(value) => decode_tracked(value),
     }
+}
+
+/// Decodes JSON text into `T` under [`NoNull`], the whole text being one document.
+fn from_text<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = T::deserialize(NoNull(&mut de))?;
+    de.end()?;
+    Ok(value)
 }
 
 /// A value that settings name exactly, such as an API enum value (`NoSchedule`): the names,
@@ -243,10 +234,17 @@ where
 /// Decodes `value`, naming the settings path of a failure.
 fn decode_tracked<T: DeserializeOwned>(value: &Value) -> Result<T, SettingsError> {
     CONVERSION.with(|c| c.borrow_mut().take());
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    serde_path_to_error::deserialize(NoNull(value)).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
         let message = e.into_inner().to_string();
+        // serde names the expected type of a `null` it refuses by itself (`invalid type: null,
+        // expected a boolean`); every `null` gets the one problem of [`no_null`].
+        let message = if message.starts_with("invalid type: null") {
+            no_null::NULL_REFUSED.to_owned()
+        } else {
+            message
+        };
         // A validation error raised while deserializing carries its own path.
         match CONVERSION.with(|c| c.borrow_mut().take()) {
             Some(inner) if inner.to_string() == message => inner.under(&path),

@@ -6,28 +6,27 @@ use policy_core::matcher::{FullMatch, OneOrMany};
 use policy_core::names::NameList;
 use policy_core::pull_policy::PullPolicies;
 use policy_core::registry::{RegistryEntry, RegistryList};
-use policy_core::settings::present;
 use serde::Deserialize;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     allowed: Option<NameList>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     allowed_regex: Option<OneOrMany>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     allowed_repository_regex: Option<OneOrMany>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     denied: Option<NameList>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     denied_regex: Option<OneOrMany>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     denied_repository_regex: Option<OneOrMany>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     require_fully_qualified: Option<bool>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     pull_policies: Option<Vec<RawPullPolicyRule>>,
 }
 

@@ -2,16 +2,15 @@
 
 use policy_core::SettingsError;
 use policy_core::pull_policy::{PullPolicies, PullPolicy};
-use policy_core::settings::present;
 use serde::Deserialize;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     allowed: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     mutate: Option<String>,
 }
 

@@ -6,7 +6,7 @@ use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
 use policy_core::matcher::{FullMatch, PatternList, regexes};
 use policy_core::names::NameList;
 use policy_core::organization::check_key;
-use policy_core::settings::{no_duplicate_names, present};
+use policy_core::settings::no_duplicate_names;
 use serde::Deserialize;
 
 /// The default `reservedNames`.
@@ -23,17 +23,17 @@ pub const DEFAULT_PROTECTED_LABELS: [&str; 1] = ["capsule.clastix.io/tenant"];
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     reserved_names: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     allowed_labels: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     allowed_annotations: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     protected_labels: Option<NameList>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     protected_annotations: Option<NameList>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     protect_owner_references: Option<bool>,
     #[serde(default)]
     exempt_principals: RawExemptPrincipals,

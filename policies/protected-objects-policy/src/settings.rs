@@ -8,7 +8,7 @@ use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
 use policy_core::names::NameList;
 use policy_core::organization::check_key;
 use policy_core::selector::{LabelSelector, RawLabelSelector, RawRequirement};
-use policy_core::settings::{is_reread, no_duplicate_names, present};
+use policy_core::settings::{is_reread, no_duplicate_names};
 use serde::Deserialize;
 
 /// The default management marker label: objects carrying it are managed.
@@ -18,17 +18,17 @@ pub const DEFAULT_MARKER: &str = "tenancy-policies.io/managed";
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     resources: Option<Vec<RawResources>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     managed_selector: Option<RawLabelSelector>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     managed_annotations: Option<NameList>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     managed_names: Option<Vec<RawManagedNames>>,
     #[serde(default)]
     exempt_principals: RawExemptPrincipals,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     allow_delete_when_namespace_terminating: Option<bool>,
     #[serde(default)]
     on_lookup_error: OnLookupError,

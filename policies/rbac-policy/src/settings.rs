@@ -6,7 +6,7 @@ use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
 use policy_core::names::NameList;
 use policy_core::principal::GlobSet;
 use policy_core::rbac::{Ceiling, Permissions, PolicyRule};
-use policy_core::settings::{Raw, is_reread, present};
+use policy_core::settings::{Raw, is_reread};
 use serde::Deserialize;
 
 /// Subjects no binding may name by default: everyone, every anonymous request, the
@@ -45,15 +45,15 @@ pub struct RawSettings {
     forbid_wildcards: Option<bool>,
     forbid_escalation_verbs: Option<bool>,
     forbid_aggregation: Option<bool>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     forbidden_role_refs: Option<Vec<RawRoleRef>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     allowed_cluster_role_refs: Option<NameList>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     forbidden_subjects: Option<NameList>,
     #[serde(default)]
     forbid_foreign_service_accounts: bool,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     ceiling: Option<Vec<PolicyRule>>,
     #[serde(default)]
     check_bound_roles: bool,

@@ -12,7 +12,8 @@ use policy_core::node_defaults::{check_annotation, check_pairs};
 use policy_core::principal::{Principals, RawPrincipals};
 use policy_core::quantity::Quantity;
 use policy_core::selector::{LabelSelector, RawLabelSelector, RawRequirement};
-use policy_core::settings::{Raw, converted, is_reread, present};
+use policy_core::settings::no_null::Nullable;
+use policy_core::settings::{Raw, converted, is_reread};
 use policy_core::{Mode, SettingsError};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -24,45 +25,39 @@ pub const DEFAULT_DISABLE_ANNOTATION: &str = "validate-request-ratio.appuio.io/d
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     mode: Option<Mode>,
     // Each entry is validated as it is decoded (see `Ratio`'s `Deserialize`).
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     ratios: Option<Vec<Ratio>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     default_node_selector: Option<NameMap>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     default_node_selector_annotation: Option<String>,
     // absent: the default annotation; null: no opt-out
-    #[serde(default, deserialize_with = "nullable")]
-    disable_annotation: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
+    disable_annotation: Nullable<String>,
+    #[serde(default)]
     tolerance: Option<Tolerance>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     exempt_principals: Option<RawExemptPrincipals>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     trusted_controllers: Option<RawPrincipals>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     on_lookup_error: Option<OnLookupError>,
-}
-
-/// Reads a key whose `null` means something (`disableAnnotation: null`: no opt-out): a
-/// written key is `Some`, whatever its value.
-fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
-    Option::<String>::deserialize(d).map(Some)
 }
 
 /// One `ratios` entry as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawRatio {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     name: Option<String>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     node_selector: Option<RawEntrySelector>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     min: Option<Bound>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     max: Option<Bound>,
 }
 
@@ -382,8 +377,9 @@ impl TryFrom<RawSettings> for Settings {
             raw.default_node_selector_annotation.as_deref(),
         )?;
         let disable_annotation = match raw.disable_annotation {
-            Some(a) => a,
-            None => Some(DEFAULT_DISABLE_ANNOTATION.to_owned()),
+            Nullable::Absent => Some(DEFAULT_DISABLE_ANNOTATION.to_owned()),
+            Nullable::Null => None,
+            Nullable::Value(a) => Some(a),
         };
         check_annotation("disableAnnotation", disable_annotation.as_deref())?;
         let exempt_principals = ExemptPrincipals::build(raw.exempt_principals.unwrap_or_default())
@@ -437,7 +433,7 @@ mod tests {
     #[case(json!({"ratios": ratios(), "tolerance": "950m"}), "tolerance: must be a decimal number in (0, 1], found \"950m\"")]
     #[case(json!({"ratios": ratios(), "tolerance": "high"}), "tolerance: must be a decimal number in (0, 1], found \"high\"")]
     #[case(json!({"ratios": ratios(), "tolerance": true}), "tolerance: must be a decimal number in (0, 1], found true")]
-    #[case(json!({"ratios": ratios(), "tolerance": null}), "tolerance: must be a decimal number in (0, 1], found null")]
+    #[case(json!({"ratios": ratios(), "tolerance": null}), "tolerance: invalid type: null (write a value, or leave the key out)")]
     #[case(json!({"ratios": ratios(), "disableAnnotation": "not an annotation"}), "disableAnnotation: \"not an annotation\" is not a valid annotation key")]
     #[case(json!({"ratios": ratios(), "disableAnnotation": ""}), "disableAnnotation: \"\" is not a valid annotation key")]
     #[case(json!({"ratios": ratios(), "defaultNodeSelectorAnnotation": "a b"}), "defaultNodeSelectorAnnotation: \"a b\" is not a valid annotation key")]

@@ -3,7 +3,8 @@
 use policy_core::SettingsError;
 use policy_core::cluster::OnLookupError;
 use policy_core::labels::is_label_key;
-use policy_core::settings::{Raw, present};
+use policy_core::settings::Raw;
+use policy_core::settings::no_null::Nullable;
 use serde::Deserialize;
 
 use crate::seconds::API_MAX_SECONDS;
@@ -18,14 +19,14 @@ pub const DEFAULT_OVERRIDE_ANNOTATION: &str = "appuio.io/active-deadline-seconds
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     default_active_deadline_seconds: Option<i64>,
-    /// `None`: not written (the default annotation); `Some(None)`: `null`, no lookup.
-    #[serde(default, deserialize_with = "present")]
-    override_annotation: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    /// Absent: the default annotation; `null`: no lookup.
+    #[serde(default)]
+    override_annotation: Nullable<String>,
+    #[serde(default)]
     max_active_deadline_seconds: Option<i64>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     on_lookup_error: Option<OnLookupError>,
 }
 
@@ -73,12 +74,12 @@ fn in_range(name: &str, value: Option<i64>) -> Result<Option<i64>, SettingsError
 }
 
 /// Refuses an `overrideAnnotation` that is no annotation key (checked always: one short key).
-fn annotation_key(raw: Option<Option<String>>) -> Result<Option<String>, SettingsError> {
+fn annotation_key(raw: Nullable<String>) -> Result<Option<String>, SettingsError> {
     match raw {
-        None => Ok(Some(DEFAULT_OVERRIDE_ANNOTATION.to_owned())),
-        Some(None) => Ok(None),
-        Some(Some(key)) if is_label_key(&key) => Ok(Some(key)),
-        Some(Some(key)) => Err(SettingsError::new(
+        Nullable::Absent => Ok(Some(DEFAULT_OVERRIDE_ANNOTATION.to_owned())),
+        Nullable::Null => Ok(None),
+        Nullable::Value(key) if is_label_key(&key) => Ok(Some(key)),
+        Nullable::Value(key) => Err(SettingsError::new(
             "overrideAnnotation",
             format!(
                 "{key:?} is not a valid annotation key ([prefix/]name, e.g. {DEFAULT_OVERRIDE_ANNOTATION}); write null to read no annotation"
@@ -128,7 +129,7 @@ mod tests {
     #[case(json!({"defaultActiveDeadlineSeconds": -5}), "defaultActiveDeadlineSeconds: must be a whole number of seconds from 1 to 2147483647 (what the API server accepts), got -5")]
     #[case(json!({"defaultActiveDeadlineSeconds": 1.5}), "defaultActiveDeadlineSeconds: invalid type: floating point `1.5`, expected i64")]
     #[case(json!({"defaultActiveDeadlineSeconds": "1800"}), "defaultActiveDeadlineSeconds: invalid type: string \"1800\", expected i64")]
-    #[case(json!({"defaultActiveDeadlineSeconds": null}), "defaultActiveDeadlineSeconds: invalid type: null, expected i64")]
+    #[case(json!({"defaultActiveDeadlineSeconds": null}), "defaultActiveDeadlineSeconds: invalid type: null (write a value, or leave the key out)")]
     #[case(json!({"maxActiveDeadlineSeconds": 2147483648_i64}), "maxActiveDeadlineSeconds: must be a whole number of seconds from 1 to 2147483647 (what the API server accepts), got 2147483648")]
     #[case(json!({"maxActiveDeadlineSeconds": 0}), "maxActiveDeadlineSeconds: must be a whole number of seconds from 1 to 2147483647 (what the API server accepts), got 0")]
     #[case(json!({"defaultActiveDeadlineSeconds": 3600, "maxActiveDeadlineSeconds": 1800}), "defaultActiveDeadlineSeconds: 3600 is above maxActiveDeadlineSeconds 1800")]

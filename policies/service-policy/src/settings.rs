@@ -4,7 +4,7 @@ use policy_core::SettingsError;
 use policy_core::matcher::{OneOrMany, StringMatcher, regexes};
 use policy_core::names::NameList;
 use policy_core::net::CidrList;
-use policy_core::settings::{Raw, is_reread, no_duplicate_names, present};
+use policy_core::settings::{Raw, is_reread, no_duplicate_names};
 use serde::Deserialize;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
@@ -13,11 +13,11 @@ use serde::Deserialize;
 pub struct RawSettings {
     #[serde(default)]
     allowed_services: AllowedServices,
-    #[serde(default, rename = "externalIPs", deserialize_with = "present")]
+    #[serde(default, rename = "externalIPs")]
     external_ips: Option<RawExternalIps>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     forbidden_labels: Option<RawForbiddenKeys>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     forbidden_annotations: Option<RawForbiddenKeys>,
 }
 
@@ -198,7 +198,7 @@ mod tests {
 
     #[rstest]
     #[case(json!({"externalIPs": {}}), "externalIPs.allowed: missing")]
-    #[case(json!({"externalIPs": {"allowed": null}}), "externalIPs.allowed: missing")]
+    #[case(json!({"externalIPs": {"allowed": null}}), "externalIPs.allowed: invalid type: null (write a value, or leave the key out)")]
     #[case(json!({"externalIPs": null}), "externalIPs: invalid type: null")]
     #[case(json!({"externalIPs": {"allowed": ["10.0.0.0/24", "10.0.1.5/24"]}}),
         r#"externalIPs.allowed[1]: "10.0.1.5/24" has host bits set; write the network address "10.0.1.0/24""#)]

@@ -21,6 +21,7 @@
 //! * [`report`]: `testdrive check` over policy directories.
 
 pub mod discovery;
+pub mod generated;
 pub mod judge;
 pub mod report;
 pub mod resolve;

@@ -80,6 +80,8 @@ pub(crate) fn selected_cases(
             }),
         }
     }
+    let generated = super::generated::null_settings(&cases);
+    cases.extend(generated);
     let mut names = BTreeSet::new();
     for c in &cases {
         if !names.insert(c.name.clone()) {
