@@ -233,7 +233,11 @@ impl Binding {
         });
         routed
             && match (&self.namespace_selector, namespace) {
-                (Some(selector), Some(namespace)) => selector.matches_object(namespace),
+                (Some(selector), Some(namespace)) => selector.matches_map(
+                    namespace
+                        .pointer("/metadata/labels")
+                        .and_then(serde_json::Value::as_object),
+                ),
                 _ => true,
             }
     }

@@ -11,7 +11,7 @@
 //! use serde_json::json;
 //! let list = ClassAllowList::parse(&json!({"allowed": ["gold"], "allowedRegex": "silver-.*"}), true).unwrap();
 //! let kind = ClassKind::new("scheduling.k8s.io/v1", "PriorityClass");
-//! let never = || -> Result<Option<serde_json::Value>, policy_core::PolicyError> { unreachable!() };
+//! let never = || -> Result<Option<policy_core::cluster::Found>, policy_core::PolicyError> { unreachable!() };
 //! assert_eq!(list.judge_with(&kind, "silver-high", never).unwrap(), ClassOutcome::Allowed);
 //! ```
 
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::cluster::{GetRequest, Lookups, OnLookupError};
+use crate::cluster::{Found, GetRequest, Lookups, OnLookupError};
 use crate::error::{PolicyError, SettingsError};
 use crate::matcher::{FullMatch, OneOrMany, StringMatcher, regexes};
 use crate::message;
@@ -174,7 +174,7 @@ impl ClassKind {
         &self,
         name: &str,
         lookups: &mut Lookups<'_>,
-    ) -> Result<Option<Value>, PolicyError> {
+    ) -> Result<Option<Found>, PolicyError> {
         Ok(lookups.get(&self.get(name))?.cloned())
     }
 }
@@ -186,7 +186,7 @@ impl ClassKind {
 pub struct ClassFetch<'k> {
     kind: &'k ClassKind,
     name: String,
-    result: Option<Result<Option<Value>, PolicyError>>,
+    result: Option<Result<Option<Found>, PolicyError>>,
 }
 
 impl<'k> ClassFetch<'k> {
@@ -200,7 +200,7 @@ impl<'k> ClassFetch<'k> {
     }
 
     /// The class object (`None` when it does not exist), fetched on first use.
-    pub fn get(&mut self, lookups: &mut Lookups<'_>) -> Result<Option<Value>, PolicyError> {
+    pub fn get(&mut self, lookups: &mut Lookups<'_>) -> Result<Option<Found>, PolicyError> {
         if self.result.is_none() {
             self.result = Some(self.kind.fetch(&self.name, lookups));
         }
@@ -208,7 +208,7 @@ impl<'k> ClassFetch<'k> {
     }
 
     /// The answer if the object was already fetched.
-    pub fn fetched(&self) -> Option<&Result<Option<Value>, PolicyError>> {
+    pub fn fetched(&self) -> Option<&Result<Option<Found>, PolicyError>> {
         self.result.as_ref()
     }
 }
@@ -374,7 +374,7 @@ impl ClassAllowList {
         fetch: F,
     ) -> Result<ClassOutcome, PolicyError>
     where
-        F: FnOnce() -> Result<Option<Value>, PolicyError>,
+        F: FnOnce() -> Result<Option<Found>, PolicyError>,
     {
         if self.allows_by_name(name) {
             return Ok(ClassOutcome::Allowed);
@@ -390,7 +390,7 @@ impl ClassAllowList {
                 kind: kind.kind.clone(),
                 name: name.to_owned(),
             }),
-            Some(object) if selector.matches_object(&object) => Ok(ClassOutcome::Allowed),
+            Some(object) if object.selected_by(selector)? => Ok(ClassOutcome::Allowed),
             Some(_) => Ok(self.not_allowed(kind, name)),
         }
     }
@@ -513,21 +513,19 @@ pub struct DefaultClass<'a> {
 }
 
 impl DefaultClass<'_> {
-    /// Writes the default: a missing class is a violation at `path`, a failed lookup is
-    /// handled by `on_error`; otherwise `spec.<field>` is set and `complete` adds what the
-    /// class object brings.
-    pub fn write<F>(
+    /// Writes the default: a missing class is a violation at `path`; a failed lookup, or a
+    /// class object `read` finds of the wrong shape, is handled by `on_error`; otherwise
+    /// `spec.<field>` is set and `apply` adds what `read` took from the class.
+    pub fn write<T>(
         &self,
         path: &FieldPath,
         on_error: OnLookupError,
         lookups: &mut Lookups<'_>,
         verdict: &mut Verdict,
-        complete: F,
-    ) -> Result<(), PolicyError>
-    where
-        F: FnOnce(&Value, &mut Verdict) -> Result<(), PolicyError>,
-    {
-        match self.kind.fetch(self.name, lookups) {
+        read: impl FnOnce(&Found) -> Result<T, PolicyError>,
+        apply: impl FnOnce(T, &mut Verdict) -> Result<(), PolicyError>,
+    ) -> Result<(), PolicyError> {
+        match lookups.read(&self.kind.get(self.name), read) {
             Err(e) => skip_on_lookup_error(e, path, on_error, verdict),
             Ok(None) => {
                 verdict.violation(
@@ -536,9 +534,9 @@ impl DefaultClass<'_> {
                 );
                 Ok(())
             }
-            Ok(Some(class)) => {
+            Ok(Some(brings)) => {
                 self.set_name(verdict);
-                complete(&class, verdict)
+                apply(brings, verdict)
             }
         }
     }
@@ -747,6 +745,29 @@ mod tests {
     }
 
     #[test]
+    fn wrong_shaped_labels_are_a_failed_lookup_never_no_labels() {
+        // NotIn admits a class without the label: labels of the wrong shape must not.
+        let s = json!({"selector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["restricted"]}]}});
+        for labels in [
+            json!("tier=restricted"),
+            json!(["restricted"]),
+            json!({"tier": 1}),
+        ] {
+            let mut c = Objects::new(vec![pc("gold", labels.clone())]);
+            let err = judge(s.clone(), "gold", &mut c).unwrap_err();
+            assert_eq!(err.code(), 500, "{labels}");
+            assert!(
+                err.to_string().starts_with(
+                    "cannot read PriorityClass \"gold\": unexpected answer: metadata.labels"
+                ),
+                "{err}"
+            );
+        }
+        let mut c = Objects::new(vec![pc("gold", json!({"tier": "free"}))]);
+        assert_eq!(judge(s, "gold", &mut c).unwrap(), ClassOutcome::Allowed);
+    }
+
+    #[test]
     fn capsule_alias_is_a_selector() {
         let mut c = Objects::new(vec![pc("gold", json!({"env": "production"}))]);
         let s = json!({"matchLabels": {"env": "production"}});
@@ -865,8 +886,9 @@ mod tests {
             name: "gold",
             field: "priorityClassName",
         };
-        let complete = |class: &Value, verdict: &mut Verdict| {
-            verdict.edit_set(&["spec"], "priority", class["value"].clone());
+        let read = |class: &Found| class.read(|at| at.get_i64("value"));
+        let apply = |value: Option<i64>, verdict: &mut Verdict| {
+            verdict.edit_set(&["spec"], "priority", json!(value));
             Ok(())
         };
         let mut cluster = Objects::new(vec![pc("gold", json!({}))]);
@@ -877,7 +899,8 @@ mod tests {
                 OnLookupError::Reject,
                 &mut Lookups::new(&mut cluster),
                 &mut verdict,
-                complete,
+                read,
+                apply,
             )
             .unwrap();
         let response = verdict
@@ -895,7 +918,8 @@ mod tests {
                 OnLookupError::Reject,
                 &mut Lookups::new(&mut Objects::default()),
                 &mut verdict,
-                complete,
+                read,
+                apply,
             )
             .unwrap();
         assert_eq!(
@@ -910,7 +934,8 @@ mod tests {
                 OnLookupError::Accept,
                 &mut Lookups::new(&mut failing),
                 &mut verdict,
-                complete,
+                read,
+                apply,
             )
             .unwrap();
         assert!(verdict.is_clean() && !verdict.has_edits());

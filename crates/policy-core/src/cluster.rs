@@ -6,9 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::PolicyError;
+use crate::json::At;
+use crate::path::FieldPath;
+use crate::selector::LabelSelector;
 
 /// A `get_resource` lookup (wire format of the Kubewarden host).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -183,17 +186,6 @@ fn check_object(request: &GetRequest, answer: &Value) -> Result<(), LookupFailur
     }
 }
 
-/// Checks the items of a list answer: every item must be a JSON object.
-fn check_items(items: &[Value]) -> Result<(), LookupFailure> {
-    match items.iter().position(|i| !i.is_object()) {
-        None => Ok(()),
-        Some(i) => Err(LookupFailure(format!(
-            "unexpected answer: items[{i}] is {}",
-            json_type(items.get(i).unwrap_or(&Value::Null))
-        ))),
-    }
-}
-
 fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -202,6 +194,93 @@ fn json_type(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
+    }
+}
+
+/// An object a `get_resource` lookup returned, read only through strict accessors
+/// (`docs/semantics.md#lookups`): a field a rule reads that has the wrong JSON shape is a
+/// failed lookup naming the object and the field (500, or the warning of
+/// `onLookupError: accept`), never an absent value. Absent and `null` fields are absent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Found {
+    object: Value,
+    what: String,
+}
+
+impl Found {
+    /// The answer `object` to the lookup `what` ([`GetRequest::describe`]).
+    pub fn new(object: Value, what: String) -> Self {
+        Found { object, what }
+    }
+
+    /// Reads the object through `read`, given the object's root; a malformed field
+    /// ([`PolicyError::Malformed`], as every [`At`] accessor reports it) becomes a failed
+    /// lookup, `cannot read <object>: unexpected answer: <path>: <problem>`.
+    ///
+    /// ```
+    /// use policy_core::cluster::Found;
+    /// use serde_json::json;
+    /// let class = Found::new(json!({"value": "high"}), "PriorityClass \"gold\"".into());
+    /// let err = class.read(|at| at.get_i64("value")).unwrap_err();
+    /// assert_eq!(err.code(), 500);
+    /// assert_eq!(err.to_string(), "cannot read PriorityClass \"gold\": unexpected answer: value: expected an integer");
+    /// ```
+    pub fn read<'a, T>(
+        &'a self,
+        read: impl FnOnce(At<'a>) -> Result<T, PolicyError>,
+    ) -> Result<T, PolicyError> {
+        read(At::new(&self.object, FieldPath::empty())).map_err(|e| self.unexpected(e))
+    }
+
+    /// The failed lookup for a malformed field; any other error is kept.
+    fn unexpected(&self, error: PolicyError) -> PolicyError {
+        match error {
+            PolicyError::Malformed { path, problem } => PolicyError::Lookup {
+                what: self.what.clone(),
+                reason: format!("unexpected answer: {path}: {problem}"),
+            },
+            other => other,
+        }
+    }
+
+    /// `metadata.<map>` (`labels`, `annotations`) as a map of strings; `None` when absent.
+    fn string_map(&self, map: &str) -> Result<Option<&Map<String, Value>>, PolicyError> {
+        self.read(|at| match at.get_object("metadata")? {
+            Some(metadata) => metadata.get_str_map(map),
+            None => Ok(None),
+        })
+    }
+
+    /// `metadata.labels`, every value a string; `None` when absent.
+    pub fn labels(&self) -> Result<Option<&Map<String, Value>>, PolicyError> {
+        self.string_map("labels")
+    }
+
+    /// Label `key` (`metadata.labels` must be a map of strings).
+    pub fn label(&self, key: &str) -> Result<Option<&str>, PolicyError> {
+        Ok(self
+            .labels()?
+            .and_then(|l| l.get(key))
+            .and_then(Value::as_str))
+    }
+
+    /// `metadata.annotations`, every value a string; `None` when absent.
+    pub fn annotations(&self) -> Result<Option<&Map<String, Value>>, PolicyError> {
+        self.string_map("annotations")
+    }
+
+    /// Annotation `key` (`metadata.annotations` must be a map of strings).
+    pub fn annotation(&self, key: &str) -> Result<Option<&str>, PolicyError> {
+        Ok(self
+            .annotations()?
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str))
+    }
+
+    /// Whether the object's labels satisfy `selector` (`docs/semantics.md#selectors`).
+    pub fn selected_by(&self, selector: &LabelSelector) -> Result<bool, PolicyError> {
+        let labels = self.labels()?;
+        Ok(selector.matches(|k| labels.and_then(|l| l.get(k)).and_then(Value::as_str)))
     }
 }
 
@@ -220,8 +299,7 @@ pub enum OnLookupError {
 /// [`PolicyError::Lookup`].
 pub struct Lookups<'c> {
     cluster: &'c mut dyn Cluster,
-    gets: BTreeMap<(String, String, Option<String>, String), Option<Value>>,
-    lists: BTreeMap<ListRequest, Vec<Value>>,
+    gets: BTreeMap<(String, String, Option<String>, String), Option<Found>>,
 }
 
 impl<'c> Lookups<'c> {
@@ -230,12 +308,12 @@ impl<'c> Lookups<'c> {
         Lookups {
             cluster,
             gets: BTreeMap::new(),
-            lists: BTreeMap::new(),
         }
     }
 
-    /// Fetches one object (once per request); `Ok(None)` when it does not exist.
-    pub fn get(&mut self, request: &GetRequest) -> Result<Option<&Value>, PolicyError> {
+    /// Fetches one object (once per request); `Ok(None)` when it does not exist. Its fields
+    /// are read through [`Found`]'s strict accessors.
+    pub fn get(&mut self, request: &GetRequest) -> Result<Option<&Found>, PolicyError> {
         let key = (
             request.api_version.clone(),
             request.kind.clone(),
@@ -251,23 +329,21 @@ impl<'c> Lookups<'c> {
             if let Some(object) = &found {
                 check_object(request, object).map_err(failed)?;
             }
+            let found = found.map(|object| Found::new(object, request.describe()));
             self.gets.insert(key.clone(), found);
         }
         Ok(self.gets.get(&key).and_then(Option::as_ref))
     }
 
-    /// Lists objects (once per request and identical request).
-    pub fn list(&mut self, request: &ListRequest) -> Result<&[Value], PolicyError> {
-        if !self.lists.contains_key(request) {
-            let failed = |e: LookupFailure| PolicyError::Lookup {
-                what: request.describe(),
-                reason: e.0,
-            };
-            let items = self.cluster.list(request).map_err(failed)?;
-            check_items(&items).map_err(failed)?;
-            self.lists.insert(request.clone(), items);
-        }
-        Ok(self.lists.get(request).map_or(&[], Vec::as_slice))
+    /// Fetches one object and reads it with `read` (`None` when it does not exist): a failed
+    /// lookup and an answer of the wrong shape are one error, for one `onLookupError`
+    /// decision.
+    pub fn read<'s, T>(
+        &'s mut self,
+        request: &GetRequest,
+        read: impl FnOnce(&'s Found) -> Result<T, PolicyError>,
+    ) -> Result<Option<T>, PolicyError> {
+        self.get(request)?.map(read).transpose()
     }
 
     /// Lists objects decoded straight into `T`, which names only the fields the caller reads:
@@ -862,9 +938,23 @@ mod tests {
             field_selector: None,
             field_masks: None,
         };
-        assert!(Lookups::new(&mut c).list(&req).unwrap().is_empty());
-        let err = Lookups::new(&mut BadList).list(&req).unwrap_err();
-        assert!(err.to_string().ends_with("items[1] is a number"), "{err}");
+        assert!(
+            Lookups::new(&mut c)
+                .list_of::<Value>(&req)
+                .unwrap()
+                .is_empty()
+        );
+        #[derive(Debug, Deserialize)]
+        struct Item {}
+        let err = Lookups::new(&mut BadList)
+            .list_of::<Item>(&req)
+            .unwrap_err();
+        assert!(
+            err.to_string().ends_with(
+                "unexpected answer: items[1]: invalid type: integer `3`, expected struct Item"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

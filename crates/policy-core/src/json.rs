@@ -123,6 +123,22 @@ impl<'a> At<'a> {
             .collect()
     }
 
+    /// String map field `name` (labels, annotations) as its JSON object: `None` when absent
+    /// or `null`; a non-object, or a value that is not a string, is malformed.
+    pub fn get_str_map(&self, name: &str) -> Result<Option<&'a Map<String, Value>>, PolicyError> {
+        let Some(at) = self.get(name)? else {
+            return Ok(None);
+        };
+        let entries = at.object()?;
+        match entries.iter().find(|(_, v)| !v.is_string()) {
+            Some((key, _)) => Err(PolicyError::malformed(
+                &at.path.key(key),
+                "expected a string",
+            )),
+            None => Ok(Some(entries)),
+        }
+    }
+
     /// The strings of list field `name`; absent is empty, a non-string element is malformed.
     pub fn get_str_list(&self, name: &str) -> Result<Vec<&'a str>, PolicyError> {
         let Some(list) = self.get(name)? else {

@@ -16,22 +16,8 @@ pub fn string_map<'a>(
     let Some(object) = object else {
         return Ok(None);
     };
-    let Some(metadata) = object.get_object("metadata")? else {
-        return Ok(None);
-    };
-    match metadata.get_object(map)? {
-        Some(at) => {
-            let entries = at.object()?;
-            for (key, value) in entries {
-                if !value.is_string() {
-                    return Err(PolicyError::malformed(
-                        &at.path.key(key),
-                        "expected a string",
-                    ));
-                }
-            }
-            Ok(Some(entries))
-        }
+    match object.get_object("metadata")? {
+        Some(metadata) => metadata.get_str_map(map),
         None => Ok(None),
     }
 }
@@ -69,31 +55,15 @@ pub fn changed_keys<'a>(
 /// The annotation `key` of Namespace `namespace`, read from the cluster
 /// (`docs/semantics.md#lookups`): `None` when the Namespace is not found or lacks it.
 /// Annotations that are not a map of strings are an answer of the wrong shape: a failed
-/// lookup, never an absent annotation.
+/// lookup, never an absent annotation ([`crate::cluster::Found`]).
 pub fn namespace_annotation<'l>(
     namespace: &str,
     key: &str,
     lookups: &'l mut Lookups<'_>,
 ) -> Result<Option<&'l str>, PolicyError> {
-    let get = GetRequest::cluster_scoped("v1", "Namespace", namespace);
-    let wrong = |reason: String| PolicyError::Lookup {
-        what: get.describe(),
-        reason: format!("unexpected answer: {reason}"),
-    };
-    let Some(found) = lookups.get(&get)? else {
-        return Ok(None);
-    };
-    let annotations = match found.get("metadata").and_then(|m| m.get("annotations")) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(map)) => map,
-        Some(_) => return Err(wrong("metadata.annotations is not an object".to_owned())),
-    };
-    match annotations.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(wrong(format!(
-            "metadata.annotations[{key:?}] is not a string"
-        ))),
+    match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace))? {
+        Some(found) => found.annotation(key),
+        None => Ok(None),
     }
 }
 

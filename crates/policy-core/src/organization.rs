@@ -94,26 +94,13 @@ impl DefaultOrganization {
         username: &str,
         lookups: &mut Lookups<'_>,
     ) -> Result<Option<String>, PolicyError> {
-        let request = self.request(username);
-        let Some(object) = lookups.get(&request)? else {
+        let Some(user) = lookups.get(&self.request(username))? else {
             return Ok(None);
         };
-        let value = object
-            .get("metadata")
-            .and_then(|m| m.get("annotations"))
-            .and_then(|a| a.get(&self.annotation));
-        match value {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(serde_json::Value::String(s)) if s.is_empty() => Ok(None),
-            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(PolicyError::Lookup {
-                what: request.describe(),
-                reason: format!(
-                    "unexpected answer: metadata.annotations[{:?}] is not a string",
-                    self.annotation
-                ),
-            }),
-        }
+        Ok(user
+            .annotation(&self.annotation)?
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned))
     }
 }
 
@@ -140,7 +127,7 @@ mod tests {
         assert_eq!(source.of("none", &mut lookups).unwrap(), None);
         assert_eq!(
             source.of("odd", &mut lookups).unwrap_err().to_string(),
-            "cannot read User \"odd\": unexpected answer: metadata.annotations[\"appuio.io/default-organization\"] is not a string"
+            "cannot read User \"odd\": unexpected answer: metadata.annotations[\"appuio.io/default-organization\"]: expected a string"
         );
         let mut failing = Objects::default().failing("User");
         let mut lookups = Lookups::new(&mut failing);

@@ -144,6 +144,8 @@ fn judge<P: Policy>(
     settings: &P::Settings,
     cluster: &mut dyn Cluster,
 ) -> Result<ValidationResponse, PolicyError> {
+    // One namespace per request, whatever the policy reads (`docs/semantics.md#request-handling`).
+    request.object_namespace()?;
     let mut lookups = Lookups::new(cluster);
     let verdict = P::validate(&request, settings, &mut lookups)?;
     // Edits are applied to the request's own object, which is no longer needed.

@@ -14,6 +14,7 @@ use crate::error::PolicyError;
 use crate::json::At;
 use crate::path::FieldPath;
 use crate::settings::Raw;
+use crate::settings::no_null::Refusing;
 
 /// The operation of an admission request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -140,28 +141,75 @@ impl AdmissionRequest {
         !self.old_object.is_null()
     }
 
-    /// The namespace of the object: `metadata.namespace`, else the request namespace
-    /// (`docs/semantics.md#request-handling`); `None` when both are empty.
-    pub fn object_namespace(&self) -> Option<&str> {
-        self.object
-            .get("metadata")
-            .and_then(|m| m.get("namespace"))
-            .and_then(Value::as_str)
+    /// The namespace of the object (`docs/semantics.md#request-handling`): `metadata.namespace`
+    /// of `object` (of `oldObject` when there is no object: DELETE), else the request's
+    /// namespace; `None` when all are empty. The one accessor every policy uses: a
+    /// `metadata.namespace` that is not a string, or two namespaces that differ (the object's,
+    /// the old object's, the request's), make the request malformed (400), so that no policy
+    /// judges one namespace and looks up another.
+    ///
+    /// ```
+    /// # use policy_core::request::AdmissionRequest;
+    /// let request: AdmissionRequest = serde_json::from_value(serde_json::json!({
+    ///     "uid": "1", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+    ///     "namespace": "team-a", "object": {"metadata": {"namespace": "team-b"}}})).unwrap();
+    /// assert_eq!(request.object_namespace().unwrap_err().to_string(),
+    ///     "metadata.namespace: \"team-b\" differs from request.namespace \"team-a\"; a request judges one namespace");
+    /// ```
+    pub fn object_namespace(&self) -> Result<Option<&str>, PolicyError> {
+        let new = metadata_namespace(&self.object, FieldPath::empty())?;
+        let old = metadata_namespace(&self.old_object, FieldPath::root("oldObject"))?;
+        let request = Some(self.namespace.as_str())
             .filter(|s| !s.is_empty())
-            .or_else(|| Some(self.namespace.as_str()).filter(|s| !s.is_empty()))
+            .map(|n| (n, FieldPath::root("request").field("namespace")));
+        let mut chosen: Option<(&str, FieldPath)> = None;
+        for (namespace, path) in [new, old, request].into_iter().flatten() {
+            match &chosen {
+                None => chosen = Some((namespace, path)),
+                Some((first, _)) if *first == namespace => {}
+                Some((first, first_path)) => {
+                    return Err(PolicyError::malformed(
+                        first_path,
+                        format!(
+                            "{first:?} differs from {path} {namespace:?}; a request judges one namespace"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(chosen.map(|(namespace, _)| namespace))
     }
 
     /// The namespace of a namespaced object for a rule that depends on it (bindings by
-    /// namespace, tenant attribution): without one the rule cannot be judged, which is a 400
-    /// ([`missing_namespace`]), never "unbound".
+    /// namespace, tenant attribution), from [`AdmissionRequest::object_namespace`]: without
+    /// one the rule cannot be judged, which is a 400 ([`missing_namespace`]), never "unbound".
     pub fn namespace(&self) -> Result<&str, PolicyError> {
-        self.object_namespace().ok_or_else(missing_namespace)
+        self.object_namespace()?.ok_or_else(missing_namespace)
     }
 
     /// Whether the request targets subresource `name`.
     pub fn is_subresource(&self, name: &str) -> bool {
         self.sub_resource.as_deref() == Some(name)
     }
+}
+
+/// `metadata.namespace` of an object (the path of `metadata` is `root.metadata`) with its
+/// path: `None` when there is no object, or it has none or an empty one; a non-string is
+/// malformed.
+fn metadata_namespace(
+    object: &Value,
+    root: FieldPath,
+) -> Result<Option<(&str, FieldPath)>, PolicyError> {
+    if !object.is_object() {
+        return Ok(None);
+    }
+    let Some(metadata) = At::new(object, root).get_object("metadata")? else {
+        return Ok(None);
+    };
+    Ok(metadata
+        .get_str("namespace")?
+        .filter(|n| !n.is_empty())
+        .map(|n| (n, metadata.path.field("namespace"))))
 }
 
 /// The rejection for a namespaced object without namespace, where a rule depends on it.
@@ -311,7 +359,9 @@ impl<'de, R: DeserializeOwned> Visitor<'de> for OnePassSeed<'_, R> {
                             map.next_value::<IgnoredAny>()?;
                             PayloadSettings::Skipped
                         }
-                        Some(_) => PayloadSettings::Decoded(map.next_value()?),
+                        Some(_) => PayloadSettings::Decoded(
+                            map.next_value::<Option<Refusing<R>>>()?.map(|r| r.0),
+                        ),
                         None => PayloadSettings::Deferred(map.next_value()?),
                     });
                 }
@@ -360,7 +410,7 @@ mod tests {
             p.request.user_info.service_account(),
             Some(("kube-system", "job-controller"))
         );
-        assert_eq!(p.request.object_namespace(), Some("ns"));
+        assert_eq!(p.request.object_namespace(), Ok(Some("ns")));
         assert_eq!(p.request.namespace().unwrap(), "ns");
     }
 
@@ -390,10 +440,8 @@ mod tests {
     fn namespace_from_metadata_then_request_else_400() {
         let decode = |request: Value| ValidatePayload::decode(&payload(request)).unwrap().request;
         let kind = json!({"group": "", "version": "v1", "kind": "Pod"});
-        let r = decode(
-            json!({"kind": kind, "operation": "CREATE", "namespace": "req",
-            "object": {"metadata": {"namespace": "meta"}}}),
-        );
+        let r = decode(json!({"kind": kind, "operation": "CREATE", "namespace": "",
+            "object": {"metadata": {"namespace": "meta"}}}));
         assert_eq!(r.namespace().unwrap(), "meta");
         let r = decode(
             json!({"kind": kind, "operation": "CREATE", "namespace": "req",
@@ -402,12 +450,51 @@ mod tests {
         assert_eq!(r.namespace().unwrap(), "req");
         let r = decode(json!({"kind": kind, "operation": "CREATE", "namespace": "",
             "object": {"metadata": {}}}));
-        assert_eq!(r.object_namespace(), None);
+        assert_eq!(r.object_namespace(), Ok(None));
         let err = r.namespace().unwrap_err();
         assert_eq!(err.code(), 400);
         assert!(
             err.to_string().starts_with("metadata.namespace: missing"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn one_namespace_per_request() {
+        let decode = |request: Value| ValidatePayload::decode(&payload(request)).unwrap().request;
+        let kind = json!({"group": "", "version": "v1", "kind": "Pod"});
+        let message = |request: Value| decode(request).namespace().unwrap_err().to_string();
+        assert_eq!(
+            message(
+                json!({"kind": kind, "operation": "CREATE", "namespace": "req",
+                "object": {"metadata": {"namespace": "meta"}}})
+            ),
+            "metadata.namespace: \"meta\" differs from request.namespace \"req\"; a request judges one namespace"
+        );
+        assert_eq!(
+            message(
+                json!({"kind": kind, "operation": "UPDATE", "namespace": "a",
+                "object": {"metadata": {"namespace": "a"}}, "oldObject": {"metadata": {"namespace": "b"}}})
+            ),
+            "metadata.namespace: \"a\" differs from oldObject.metadata.namespace \"b\"; a request judges one namespace"
+        );
+        // DELETE: the old object's namespace, checked against the request's
+        let r = decode(json!({"kind": kind, "operation": "DELETE", "namespace": "",
+            "oldObject": {"metadata": {"namespace": "gone"}}}));
+        assert_eq!(r.namespace().unwrap(), "gone");
+        assert_eq!(
+            message(
+                json!({"kind": kind, "operation": "DELETE", "namespace": "x",
+                "oldObject": {"metadata": {"namespace": "gone"}}})
+            ),
+            "oldObject.metadata.namespace: \"gone\" differs from request.namespace \"x\"; a request judges one namespace"
+        );
+        assert_eq!(
+            message(
+                json!({"kind": kind, "operation": "CREATE", "namespace": "x",
+                "object": {"metadata": {"namespace": 7}}})
+            ),
+            "metadata.namespace: expected a string"
         );
     }
 

@@ -183,9 +183,9 @@ impl LabelSelector {
             })
     }
 
-    /// Whether the labels of a Kubernetes object (`metadata.labels`) satisfy the selector.
-    pub fn matches_object(&self, object: &serde_json::Value) -> bool {
-        let labels = object.get("metadata").and_then(|m| m.get("labels"));
+    /// Whether a label map (`metadata.labels` read strictly, every value a string; `None`:
+    /// no labels) satisfies the selector.
+    pub fn matches_map(&self, labels: Option<&serde_json::Map<String, serde_json::Value>>) -> bool {
         self.matches(|k| {
             labels
                 .and_then(|l| l.get(k))
@@ -293,17 +293,11 @@ mod tests {
             ]
         }))
         .unwrap();
-        assert!(s.matches_object(&json!({"metadata": {"labels": {"tier": "gold"}}})));
-        assert!(
-            s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "env": "prod"}}}))
-        );
-        assert!(
-            !s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "env": "dev"}}}))
-        );
-        assert!(
-            !s.matches_object(&json!({"metadata": {"labels": {"tier": "gold", "legacy": ""}}}))
-        );
-        assert!(!s.matches_object(&json!({"metadata": {}})));
+        assert!(s.matches_map(json!({"tier": "gold"}).as_object()));
+        assert!(s.matches_map(json!({"tier": "gold", "env": "prod"}).as_object()));
+        assert!(!s.matches_map(json!({"tier": "gold", "env": "dev"}).as_object()));
+        assert!(!s.matches_map(json!({"tier": "gold", "legacy": ""}).as_object()));
+        assert!(!s.matches_map(None));
         assert_eq!(s.to_query(), "tier=gold,env notin (dev),!legacy");
     }
 
@@ -313,23 +307,24 @@ mod tests {
             v in "[a-c]", vals in proptest::collection::vec("[a-c]", 1..3)
         ) {
             let mk = |op: &str| build(json!({"matchExpressions": [{"key": "k", "operator": op, "values": vals.clone()}]})).unwrap();
-            let obj = json!({"metadata": {"labels": {"k": v}}});
-            prop_assert_ne!(mk("In").matches_object(&obj), mk("NotIn").matches_object(&obj));
+            let labels = json!({"k": v});
+            prop_assert_ne!(mk("In").matches_map(labels.as_object()), mk("NotIn").matches_map(labels.as_object()));
         }
 
         #[test]
         fn exists_and_does_not_exist_are_complements(has in any::<bool>()) {
-            let obj = if has { json!({"metadata": {"labels": {"k": "x"}}}) } else { json!({"metadata": {}}) };
+            let labels = has.then(|| json!({"k": "x"}));
+            let labels = labels.as_ref().and_then(serde_json::Value::as_object);
             let e = build(json!({"matchExpressions": [{"key": "k", "operator": "Exists"}]})).unwrap();
             let d = build(json!({"matchExpressions": [{"key": "k", "operator": "DoesNotExist"}]})).unwrap();
-            prop_assert_ne!(e.matches_object(&obj), d.matches_object(&obj));
+            prop_assert_ne!(e.matches_map(labels), d.matches_map(labels));
         }
 
         #[test]
         fn match_labels_requires_all(a in "[xy]", b in "[xy]") {
             let s = build(json!({"matchLabels": {"a": "x", "b": "y"}})).unwrap();
-            let obj = json!({"metadata": {"labels": {"a": a, "b": b}}});
-            prop_assert_eq!(s.matches_object(&obj), a == "x" && b == "y");
+            let labels = json!({"a": a, "b": b});
+            prop_assert_eq!(s.matches_map(labels.as_object()), a == "x" && b == "y");
         }
     }
 }

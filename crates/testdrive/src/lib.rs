@@ -43,6 +43,7 @@ pub mod request;
 pub mod seeds;
 pub mod selector;
 pub mod server_bench;
+pub mod shapes;
 pub mod wasm;
 
 pub use callbacks::{Callbacks, KubernetesRequest, NoCluster, Recorder, SharedCallbacks, shared};

@@ -6,9 +6,8 @@
 use policy_core::class::{
     ClassAllowList, ClassFetch, ClassKind, ClassOutcome, DefaultClass, skip_on_lookup_error,
 };
-use policy_core::cluster::{Lookups, OnLookupError};
+use policy_core::cluster::{Found, Lookups, OnLookupError};
 use policy_core::{FieldPath, PolicyError, Verdict};
-use serde_json::Value;
 
 use crate::ingress::ClassValues;
 use crate::report::{Part, Report};
@@ -97,12 +96,8 @@ fn mismatch(values: &ClassValues<'_>, report: &mut Report) {
 }
 
 /// Whether an IngressClass object is the cluster default.
-fn is_cluster_default(class: &Value) -> bool {
-    class
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(IS_DEFAULT_CLASS))
-        .and_then(Value::as_str)
-        == Some("true")
+fn is_cluster_default(class: &Found) -> Result<bool, PolicyError> {
+    Ok(class.annotation(IS_DEFAULT_CLASS)? == Some("true"))
 }
 
 /// The class rules of one request with an allow-list.
@@ -153,8 +148,11 @@ impl Judge<'_, '_, '_, '_> {
         {
             return Ok(false);
         }
-        match fetch.get(self.lookups) {
-            Ok(Some(class)) if is_cluster_default(&class) => {
+        match fetch
+            .get(self.lookups)
+            .and_then(|class| class.map(|c| is_cluster_default(&c)).transpose())
+        {
+            Ok(Some(true)) => {
                 self.no_class(values, true);
                 Ok(true)
             }

@@ -15,7 +15,6 @@ use policy_core::hostname::normalize;
 use policy_core::labels::is_label_value;
 use policy_core::{FieldPath, PolicyError, Verdict};
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::ingress::{Claim, Rule};
 use crate::report::{Part, Report};
@@ -57,7 +56,14 @@ pub fn judge(
         let Some(rule) = rules.get(key.rule) else {
             continue;
         };
-        let who = match naming.named(collider, lookups) {
+        let named = match naming.named(collider, lookups) {
+            Ok(named) => named,
+            Err(e) => {
+                skip_on_lookup_error(e, &rule.path(), settings.on_lookup_error, verdict)?;
+                false
+            }
+        };
+        let who = match named {
             true => format!("Ingress {}/{}", collider.namespace, collider.name),
             false => "an Ingress in another namespace".to_owned(),
         };
@@ -161,13 +167,8 @@ fn tenant_of(
     lookups: &mut Lookups<'_>,
 ) -> Result<Option<String>, PolicyError> {
     let request = GetRequest::cluster_scoped("v1", "Namespace", namespace);
-    let tenant = lookups
-        .get(&request)?
-        .and_then(|ns| ns.pointer("/metadata/labels"))
-        .and_then(|labels| labels.get(label))
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty());
-    Ok(tenant.map(str::to_owned))
+    let tenant = lookups.read(&request, |ns| Ok(ns.label(label)?.map(str::to_owned)))?;
+    Ok(tenant.flatten().filter(|t| !t.is_empty()))
 }
 
 /// README rule 4, `Tenant`: the namespaces labelled with this namespace's tenant (this
@@ -414,8 +415,8 @@ fn hit(
 /// README rule 6: whether a collider may be named. `Namespace` and `Tenant` scopes list
 /// only this namespace's tenant (or this namespace), so every collider is named; in
 /// `Cluster` scope a collider is named when it is in this namespace or in a namespace of
-/// the same tenant (each Namespace read once, when a collision needs it; a failed read
-/// names nothing).
+/// the same tenant (each Namespace read once, when a collision needs it; a failed read is
+/// a failed lookup, `docs/semantics.md#lookups`).
 struct Naming<'r> {
     me: Me<'r>,
     cluster: bool,
@@ -435,28 +436,34 @@ impl<'r> Naming<'r> {
         }
     }
 
-    fn named(&mut self, collider: &Collider, lookups: &mut Lookups<'_>) -> bool {
+    fn named(
+        &mut self,
+        collider: &Collider,
+        lookups: &mut Lookups<'_>,
+    ) -> Result<bool, PolicyError> {
         if !self.cluster || collider.namespace == self.me.namespace {
-            return true;
+            return Ok(true);
         }
         if let Some(&same) = self.same.get(&collider.namespace) {
-            return same;
+            return Ok(same);
         }
         let label = self.tenant_label;
-        let mine = self
-            .mine
-            .get_or_insert_with(|| tenant_of(self.me.namespace, label, lookups).ok().flatten());
+        let mine = match &self.mine {
+            Some(mine) => mine.clone(),
+            None => {
+                let mine = tenant_of(self.me.namespace, label, lookups)?;
+                self.mine = Some(mine.clone());
+                mine
+            }
+        };
         let same = match mine {
             None => false,
             Some(mine) => {
-                let theirs = tenant_of(&collider.namespace, label, lookups)
-                    .ok()
-                    .flatten();
-                theirs.as_deref() == Some(mine.as_str())
+                tenant_of(&collider.namespace, label, lookups)?.as_deref() == Some(mine.as_str())
             }
         };
         self.same.insert(collider.namespace.clone(), same);
-        same
+        Ok(same)
     }
 }
 
@@ -465,7 +472,7 @@ mod tests {
     use super::*;
     use crate::ingress::rules;
     use policy_core::json::At;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn ingress(namespace: &str, name: &str, rules: Value) -> Value {
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",

@@ -143,34 +143,26 @@ pub fn is_member(
             ..
         } => {
             let request = GetRequest::cluster_scoped(api_version, kind, &name);
-            let Some(object) = lookups.get(&request)? else {
-                return Ok(false);
-            };
-            let mut at = Some(object);
-            for step in users_field {
-                at = at.and_then(|v| v.get(step));
-            }
-            let unexpected = || PolicyError::Lookup {
-                what: request.describe(),
-                reason: format!(
-                    "unexpected answer: {} is not a list of usernames",
-                    users_field.join(".")
-                ),
-            };
-            match at {
-                None | Some(Value::Null) => Ok(false),
-                Some(Value::Array(users)) => {
-                    let mut member = false;
-                    for user in users {
-                        match user.as_str() {
-                            Some(u) => member |= u == requester.username,
-                            None => return Err(unexpected()),
-                        }
+            let member = lookups.read(&request, |group| {
+                group.read(|at| {
+                    let Some((last, parents)) = users_field.split_last() else {
+                        return Ok(false);
+                    };
+                    let mut at = Some(at);
+                    for step in parents {
+                        at = match at {
+                            Some(at) => at.get_object(step)?,
+                            None => None,
+                        };
                     }
-                    Ok(member)
-                }
-                Some(_) => Err(unexpected()),
-            }
+                    let users = match at {
+                        Some(at) => at.get_str_list(last)?,
+                        None => Vec::new(),
+                    };
+                    Ok(users.contains(&requester.username))
+                })
+            })?;
+            Ok(member.unwrap_or(false))
         }
     }
 }
@@ -185,31 +177,26 @@ pub fn service_account(
 ) -> Result<Verdict, PolicyError> {
     let mut verdict = Verdict::accept();
     let request = GetRequest::cluster_scoped("v1", "Namespace", namespace);
-    let found = match lookups.get(&request) {
+    let found = match lookups.read(&request, |ns| {
+        Ok(ns
+            .label(&settings.organization_label)?
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned))
+    }) {
         Err(e) => {
             skip_on_lookup_error(e, &target.path, settings.on_lookup_error, &mut verdict)?;
             return Ok(verdict);
         }
         Ok(found) => found,
     };
-    let org = match found {
-        None => None,
-        Some(ns) => organization_of(ns, &settings.organization_label).ok_or_else(|| {
-            PolicyError::Lookup {
-                what: request.describe(),
-                reason: format!(
-                    "unexpected answer: metadata.labels[{:?}] is not a string",
-                    settings.organization_label
-                ),
-            }
-        })?,
-    };
-    match (org, target.organization) {
+    let exists = found.is_some();
+    let org = found.flatten();
+    match (org.as_deref(), target.organization) {
         (None, _) => verdict.violation(
             &target.path,
             format!(
                 "the namespace {namespace:?} of service account \"{namespace}:{name}\" {}",
-                if found.is_some() {
+                if exists {
                     "has no organization label"
                 } else {
                     "does not exist"
@@ -224,19 +211,4 @@ pub fn service_account(
         (Some(org), None) => inject(org, settings, &mut verdict),
     }
     Ok(verdict)
-}
-
-/// The organization label of a looked-up Namespace: `Some(None)` when absent or empty, `None`
-/// when the answer is not a map of strings there.
-fn organization_of<'a>(namespace: &'a Value, label: &str) -> Option<Option<&'a str>> {
-    let labels = match namespace.get("metadata").and_then(|m| m.get("labels")) {
-        None | Some(Value::Null) => return Some(None),
-        Some(Value::Object(labels)) => labels,
-        Some(_) => return None,
-    };
-    match labels.get(label) {
-        None | Some(Value::Null) => Some(None),
-        Some(Value::String(s)) => Some(Some(s.as_str()).filter(|s| !s.is_empty())),
-        Some(_) => None,
-    }
 }

@@ -36,28 +36,14 @@ fn from_config_map(
         return Ok(None);
     };
     let request = GetRequest::namespaced("v1", "ConfigMap", &config.namespace, &name);
-    let Some(config_map) = lookups.get(&request)? else {
+    let value = lookups.read(&request, |config_map| {
+        let data = config_map.read(|at| at.get_str_map("data"))?;
+        Ok(data
+            .and_then(|d| d.get(&config.key))
+            .and_then(Value::as_str))
+    })?;
+    let Some(text) = value.flatten().filter(|t| !t.is_empty()) else {
         return Ok(None);
-    };
-    let unexpected = |what: &str| PolicyError::Lookup {
-        what: request.describe(),
-        reason: format!("unexpected answer: {what}"),
-    };
-    let value = match config_map.get("data") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(data)) => data.get(&config.key),
-        Some(_) => return Err(unexpected("data is not a map")),
-    };
-    let text = match value {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(text)) if text.is_empty() => return Ok(None),
-        Some(Value::String(text)) => text,
-        Some(_) => {
-            return Err(unexpected(&format!(
-                "data[{:?}] is not a string",
-                config.key
-            )));
-        }
     };
     Ok(Some(parse(text).ok_or_else(|| {
         format!(
@@ -133,7 +119,7 @@ mod tests {
         let err = of("acme", &s, &mut lookups).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "cannot read ConfigMap \"appuio-cloud/override-acme\": unexpected answer: data[\"namespaceQuota\"] is not a string"
+            "cannot read ConfigMap \"appuio-cloud/override-acme\": unexpected answer: data[\"namespaceQuota\"]: expected a string"
         );
         assert_eq!(of("beta", &s, &mut lookups).unwrap_err().code(), 500);
         let mut failing = Objects::default().failing("ConfigMap");

@@ -150,29 +150,30 @@ fn node_has_required_labels(
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
     let path = pod.spec.path.field("nodeName");
-    let found = match lookups.get(&GetRequest::cluster_scoped("v1", "Node", node)) {
+    let request = GetRequest::cluster_scoped("v1", "Node", node);
+    let checked = lookups.read(&request, |found| {
+        let labels = found.labels()?;
+        for (key, value) in settings.required_node_selector.iter() {
+            let label = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+            if label != Some(value) {
+                let has = match label {
+                    Some(l) => format!("{key}={l}"),
+                    None => format!("no {key} label"),
+                };
+                verdict.violation(
+                    &path,
+                    format!(
+                        "Node {node:?} lacks the required node selector {key}={value} (it has {has})"
+                    ),
+                );
+            }
+        }
+        Ok(())
+    });
+    match checked {
         Err(e) => return skip_on_lookup_error(e, &path, settings.on_lookup_error, verdict),
-        Ok(None) => {
-            verdict.violation(&path, format!("Node {node:?} does not exist"));
-            return Ok(());
-        }
-        Ok(Some(found)) => found,
-    };
-    let labels = found.get("metadata").and_then(|m| m.get("labels"));
-    for (key, value) in settings.required_node_selector.iter() {
-        let label = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-        if label != Some(value) {
-            let has = match label {
-                Some(l) => format!("{key}={l}"),
-                None => format!("no {key} label"),
-            };
-            verdict.violation(
-                &path,
-                format!(
-                    "Node {node:?} lacks the required node selector {key}={value} (it has {has})"
-                ),
-            );
-        }
+        Ok(None) => verdict.violation(&path, format!("Node {node:?} does not exist")),
+        Ok(Some(())) => {}
     }
     Ok(())
 }

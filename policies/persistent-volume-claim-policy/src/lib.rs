@@ -6,7 +6,7 @@
 pub mod settings;
 
 use policy_core::class::{ClassAllowList, ClassFetch, ClassKind, record, skip_on_lookup_error};
-use policy_core::cluster::{GetRequest, HostCapabilities, Lookups, OnLookupError};
+use policy_core::cluster::{Found, GetRequest, HostCapabilities, Lookups, OnLookupError};
 use policy_core::gate::{Gate, HandledKind};
 use policy_core::json::At;
 use policy_core::mutation::{push, set};
@@ -93,11 +93,11 @@ impl<'a> ClaimClass<'a> {
     }
 }
 
-fn is_cluster_default(class: &Value) -> bool {
-    let annotations = class.get("metadata").and_then(|m| m.get("annotations"));
-    DEFAULT_CLASS_ANNOTATIONS
+fn is_cluster_default(class: &Found) -> Result<bool, PolicyError> {
+    let annotations = class.annotations()?;
+    Ok(DEFAULT_CLASS_ANNOTATIONS
         .iter()
-        .any(|k| annotations.and_then(|a| a.get(*k)).and_then(Value::as_str) == Some("true"))
+        .any(|k| annotations.and_then(|a| a.get(*k)).and_then(Value::as_str) == Some("true")))
 }
 
 /// Rules 1, 4 and 5 for a claim template (StatefulSet, ephemeral volume): nil accepted.
@@ -401,8 +401,11 @@ impl Claim<'_> {
         {
             return Ok(false);
         }
-        match fetch.get(lookups) {
-            Ok(Some(found)) if is_cluster_default(&found) => {
+        match fetch
+            .get(lookups)
+            .and_then(|found| found.map(|c| is_cluster_default(&c)).transpose())
+        {
+            Ok(Some(true)) => {
                 self.write_default(default)?;
                 Ok(true)
             }
@@ -483,13 +486,16 @@ impl Claim<'_> {
         verdict: &mut Verdict,
     ) -> Result<Option<String>, PolicyError> {
         let namespace = self.request.namespace()?;
-        match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
+        let request = GetRequest::cluster_scoped("v1", "Namespace", namespace);
+        match lookups.read(&request, |ns| {
+            Ok(tenant_label(ns, binding)?.map(str::to_owned))
+        }) {
             Err(e) => {
                 let on_error = self.settings.on_lookup_error;
                 skip_on_lookup_error(e, &FieldPath::empty(), on_error, verdict)?;
                 Ok(None)
             }
-            Ok(ns) => Ok(tenant_label(ns, binding).map(str::to_owned)),
+            Ok(tenant) => Ok(tenant.flatten()),
         }
     }
 
@@ -526,12 +532,11 @@ fn class_required(classes: &ClassAllowList) -> String {
 }
 
 /// The value of the tenant label of an object (a Namespace or a PersistentVolume).
-fn tenant_label<'v>(object: Option<&'v Value>, binding: &VolumeBinding) -> Option<&'v str> {
-    object
-        .and_then(|o| o.get("metadata"))
-        .and_then(|m| m.get("labels"))
-        .and_then(|l| l.get(&binding.tenant_label))
-        .and_then(Value::as_str)
+fn tenant_label<'v>(
+    object: &'v Found,
+    binding: &VolumeBinding,
+) -> Result<Option<&'v str>, PolicyError> {
+    object.label(&binding.tenant_label)
 }
 
 /// README rule 9: the PersistentVolume `name` must exist and be labelled for `tenant`
@@ -545,15 +550,16 @@ fn volume_of_tenant(
     lookups: &mut Lookups<'_>,
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
-    let pv = match lookups.get(&GetRequest::cluster_scoped("v1", "PersistentVolume", name)) {
+    let request = GetRequest::cluster_scoped("v1", "PersistentVolume", name);
+    let label = match lookups.read(&request, |pv| tenant_label(pv, binding)) {
         Err(e) => return skip_on_lookup_error(e, path, settings.on_lookup_error, verdict),
         Ok(None) => {
             verdict.violation(path, format!("PersistentVolume {name:?} does not exist"));
             return Ok(());
         }
-        Ok(Some(pv)) => pv,
+        Ok(Some(label)) => label,
     };
-    match tenant_label(Some(pv), binding) {
+    match label {
         Some(t) if t == tenant => {}
         Some(_) => verdict.violation(
             path,

@@ -9,7 +9,6 @@ use policy_core::request::missing_namespace;
 use policy_core::selector::{LabelSelector, RawLabelSelector};
 use policy_core::{PolicyError, SettingsError};
 use serde::Deserialize;
-use serde_json::Value;
 
 /// `restrictions[].binding` as written in the settings.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -140,11 +139,11 @@ impl Binding {
         let Some(selector) = &self.selector else {
             return Ok(false);
         };
-        let found = lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace))?;
-        Ok(match found {
-            Some(ns) => selector.matches_object(ns),
-            None => selector.matches_object(&Value::Null),
-        })
+        let request = GetRequest::cluster_scoped("v1", "Namespace", namespace);
+        match lookups.read(&request, |ns| ns.selected_by(selector))? {
+            Some(selected) => Ok(selected),
+            None => Ok(selector.matches_map(None)),
+        }
     }
 }
 
@@ -153,7 +152,7 @@ mod tests {
     use super::*;
     use policy_core::cluster::Objects;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn binding(v: Value) -> Result<Binding, SettingsError> {
         Binding::try_from(serde_json::from_value::<RawBinding>(v).unwrap())

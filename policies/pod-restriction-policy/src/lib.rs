@@ -51,7 +51,7 @@ impl Policy for PodRestrictionPolicy {
         if templates.is_empty() {
             return Ok(Verdict::accept());
         }
-        combine::judge(settings, &templates, request.object_namespace(), lookups)
+        combine::judge(settings, &templates, request.object_namespace()?, lookups)
     }
 }
 

@@ -61,23 +61,21 @@ fn read_namespace(
     lookups: &mut Lookups<'_>,
     verdict: &mut Verdict,
 ) -> Result<NamespaceIds, PolicyError> {
-    match lookups.get(&GetRequest::cluster_scoped("v1", "Namespace", namespace)) {
-        Ok(Some(ns)) => {
-            let annotations: BTreeMap<String, String> = ns
-                .get("metadata")
-                .and_then(|m| m.get("annotations"))
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
-                        .collect()
-                })
-                .unwrap_or_default();
-            Ok(NamespaceIds::Read {
-                name: namespace.to_owned(),
-                annotations,
-            })
-        }
+    let request = GetRequest::cluster_scoped("v1", "Namespace", namespace);
+    let read = lookups.read(&request, |ns| {
+        let annotations: BTreeMap<String, String> = ns
+            .annotations()?
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+            .collect();
+        Ok(annotations)
+    });
+    match read {
+        Ok(Some(annotations)) => Ok(NamespaceIds::Read {
+            name: namespace.to_owned(),
+            annotations,
+        }),
         Ok(None) => Ok(NamespaceIds::Missing(namespace.to_owned())),
         Err(e) if settings.on_lookup_error == OnLookupError::Accept => {
             verdict.warn(format!(

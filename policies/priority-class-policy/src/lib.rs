@@ -7,12 +7,12 @@ pub mod settings;
 use policy_core::class::{
     ClassFetch, ClassKind, ClassOutcome, DefaultClass, record, skip_on_lookup_error,
 };
-use policy_core::cluster::{HostCapabilities, Lookups};
+use policy_core::cluster::{Found, HostCapabilities, Lookups};
 use policy_core::policy::Policy;
 use policy_core::request::AdmissionRequest;
 use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{FieldPath, PolicyError, Verdict};
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub use settings::Settings;
 
@@ -23,12 +23,14 @@ fn priority_class() -> ClassKind {
     ClassKind::new("scheduling.k8s.io/v1", "PriorityClass")
 }
 
-fn is_global_default(class: &Value) -> bool {
-    class.get("globalDefault").and_then(Value::as_bool) == Some(true)
+/// Whether a PriorityClass is the cluster's global default (`globalDefault: true`).
+fn is_global_default(class: &Found) -> Result<bool, PolicyError> {
+    Ok(class.read(|at| at.get_bool("globalDefault"))? == Some(true))
 }
 
-fn class_value(class: &Value) -> i64 {
-    class.get("value").and_then(Value::as_i64).unwrap_or(0)
+/// The priority a PriorityClass gives (`value`; absent: 0).
+fn class_value(class: &Found) -> Result<i64, PolicyError> {
+    Ok(class.read(|at| at.get_i64("value"))?.unwrap_or(0))
 }
 
 impl Policy for PriorityClassPolicy {
@@ -112,11 +114,16 @@ impl ClassField<'_> {
         if !self.settings.replace_global_default || default.is_none_or(|d| d == name) {
             return Ok(false);
         }
-        match fetch.get(lookups) {
-            Ok(Some(class)) => {
-                Ok(is_global_default(&class) && priority.is_none_or(|p| p == class_value(&class)))
-            }
-            Ok(None) => Ok(false),
+        let injected = fetch
+            .get(lookups)
+            .and_then(|class| match (class, priority) {
+                (Some(class), _) if !is_global_default(&class)? => Ok(false),
+                (Some(class), Some(p)) => Ok(p == class_value(&class)?),
+                (Some(_), None) => Ok(true),
+                (None, _) => Ok(false),
+            });
+        match injected {
+            Ok(injected) => Ok(injected),
             Err(e) => {
                 skip_on_lookup_error(e, self.path, self.settings.on_lookup_error, verdict)?;
                 Ok(false)
@@ -144,12 +151,13 @@ impl ClassField<'_> {
             self.settings.on_lookup_error,
             lookups,
             verdict,
-            |class, verdict| {
-                let preemption = class
-                    .get("preemptionPolicy")
-                    .and_then(Value::as_str)
-                    .unwrap_or("PreemptLowerPriority");
-                verdict.edit_set(&["spec"], "priority", json!(class_value(class)));
+            |class| {
+                let preemption = class.read(|at| at.get_str("preemptionPolicy"))?;
+                let preemption = preemption.unwrap_or("PreemptLowerPriority").to_owned();
+                Ok((class_value(class)?, preemption))
+            },
+            |(value, preemption), verdict| {
+                verdict.edit_set(&["spec"], "priority", json!(value));
                 verdict.edit_set(&["spec"], "preemptionPolicy", json!(preemption));
                 Ok(())
             },
@@ -195,17 +203,21 @@ impl ClassField<'_> {
         lookups: &mut Lookups<'_>,
         verdict: &mut Verdict,
     ) -> Result<bool, PolicyError> {
-        match fetch.fetched() {
-            Some(Ok(Some(class))) => Ok(is_global_default(class)),
+        let global_default = match fetch.fetched() {
+            Some(Ok(Some(class))) => is_global_default(class),
             Some(_) => Ok(false),
             None => match self.kind.fetch(name, lookups) {
-                Ok(Some(class)) => Ok(is_global_default(&class)),
+                Ok(Some(class)) => is_global_default(&class),
                 Ok(None) => Ok(false),
-                Err(e) => {
-                    skip_on_lookup_error(e, self.path, self.settings.on_lookup_error, verdict)?;
-                    Ok(false)
-                }
+                Err(e) => Err(e),
             },
+        };
+        match global_default {
+            Err(e) => {
+                skip_on_lookup_error(e, self.path, self.settings.on_lookup_error, verdict)?;
+                Ok(false)
+            }
+            ok => ok,
         }
     }
 }
@@ -244,6 +256,7 @@ mod tests {
     use super::*;
     use policy_core::cluster::Objects;
     use policy_core::policy::{ValidationResponse, evaluate};
+    use serde_json::Value;
 
     fn classes() -> Objects {
         let pc = |name: &str, labels: Value, extra: Value| {

@@ -193,14 +193,10 @@ impl Target<'_> {
     fn describe(&self, object: Option<&At<'_>>) -> String {
         let kind = &self.request.kind.kind;
         let name = self.name(object);
-        match self.request.object_namespace().or_else(|| {
-            object
-                .and_then(|o| o.value.get("metadata"))
-                .and_then(|m| m.get("namespace"))
-                .and_then(Value::as_str)
-        }) {
-            Some(ns) if !ns.is_empty() => format!("{kind} {ns}/{name}"),
-            _ => format!("{kind} {name}"),
+        // validated before the policy runs (one namespace per request)
+        match self.request.object_namespace().ok().flatten() {
+            Some(ns) => format!("{kind} {ns}/{name}"),
+            None => format!("{kind} {name}"),
         }
     }
 
@@ -219,24 +215,24 @@ fn namespace_ending(
     request: &AdmissionRequest,
     lookups: &mut Lookups<'_>,
 ) -> Result<bool, PolicyError> {
-    let namespace = request.namespace.as_str();
-    if namespace.is_empty() {
+    let Some(namespace) = request.object_namespace()? else {
         return Ok(false);
-    }
+    };
     let lookup = GetRequest::cluster_scoped("v1", "Namespace", namespace);
-    Ok(match lookups.get(&lookup)? {
-        None => true,
-        Some(ns) => {
-            ns.get("status")
-                .and_then(|s| s.get("phase"))
-                .and_then(Value::as_str)
-                == Some("Terminating")
-                || ns
-                    .get("metadata")
-                    .and_then(|m| m.get("deletionTimestamp"))
-                    .is_some_and(|t| !t.is_null())
-        }
-    })
+    let ending = lookups.read(&lookup, |ns| {
+        ns.read(|at| {
+            let phase = match at.get_object("status")? {
+                Some(status) => status.get_str("phase")?,
+                None => None,
+            };
+            let deleted = match at.get_object("metadata")? {
+                Some(metadata) => metadata.get_str("deletionTimestamp")?.is_some(),
+                None => false,
+            };
+            Ok(phase == Some("Terminating") || deleted)
+        })
+    })?;
+    Ok(ending.unwrap_or(true))
 }
 
 /// The `metadata` map of an object, if it is one.

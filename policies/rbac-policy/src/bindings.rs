@@ -208,7 +208,23 @@ fn bound_role(
         ("Role", Some(ns)) => GetRequest::namespaced(api, "Role", ns, role.name),
         _ => GetRequest::cluster_scoped(api, "ClusterRole", role.name),
     };
-    let found = match lookups.get(&request) {
+    let mut budget = MAX_ATOMS;
+    let mut problems = Vec::new();
+    let read = lookups.read(&request, |found| {
+        found.read(|at| {
+            for rule_at in at.get_list("rules")? {
+                let rule = RuleView::read(&rule_at)?;
+                for problem in ceiling_problems(ceiling, &rule, &mut budget) {
+                    problems.push(format!(
+                        "{} {:?} {}: {problem}",
+                        role.kind, role.name, rule_at.path
+                    ));
+                }
+            }
+            Ok(())
+        })
+    });
+    match read {
         Err(e) => return skip_on_lookup_error(e, &path, settings.on_lookup_error, verdict),
         Ok(None) => {
             let place = match (role.kind, namespace) {
@@ -219,19 +235,11 @@ fn bound_role(
                 &path,
                 format!("{} {:?} does not exist{place}", role.kind, role.name),
             );
-            return Ok(());
         }
-        Ok(Some(found)) => found,
-    };
-    let at = At::new(found, FieldPath::empty());
-    let mut budget = MAX_ATOMS;
-    for rule_at in at.get_list("rules")? {
-        let rule = RuleView::read(&rule_at)?;
-        for problem in ceiling_problems(ceiling, &rule, &mut budget) {
-            verdict.violation(
-                &path,
-                format!("{} {:?} {}: {problem}", role.kind, role.name, rule_at.path),
-            );
+        Ok(Some(())) => {
+            for problem in problems {
+                verdict.violation(&path, problem);
+            }
         }
     }
     Ok(())

@@ -335,14 +335,14 @@ mod tests {
         assert_eq!(
             r.message.as_deref(),
             Some(
-                "cannot read Namespace \"acme-dev\": unexpected answer: metadata.annotations[\"appuio.io/active-deadline-seconds-override\"] is not a string"
+                "cannot read Namespace \"acme-dev\": unexpected answer: metadata.annotations[\"appuio.io/active-deadline-seconds-override\"]: expected a string"
             )
         );
         let r = run(never, json!({}), ns(json!(["x"])));
         assert!(
             r.message
                 .unwrap()
-                .ends_with("metadata.annotations is not an object")
+                .ends_with("metadata.annotations: expected an object")
         );
     }
 

@@ -8,6 +8,7 @@ use policy_core::json::{At, canonical_text};
 use policy_core::policy::Policy;
 use policy_core::quantity::Quantity;
 use policy_core::request::AdmissionRequest;
+use policy_core::toleration::Toleration;
 use policy_core::workload::{PodTarget, pod_target};
 use policy_core::{FieldPath, PolicyError, Verdict};
 use serde_json::{Map, Value, json};
@@ -69,9 +70,14 @@ impl Policy for RuntimeClassPolicy {
             name: default,
             field: "runtimeClassName",
         };
-        writer.write(&path, on_error, lookups, &mut verdict, |class, verdict| {
-            apply_class(&pod.spec, default, class, verdict)
-        })?;
+        writer.write(
+            &path,
+            on_error,
+            lookups,
+            &mut verdict,
+            |class| class.read(Brings::read),
+            |brings, verdict| apply_class(&pod.spec, default, &brings, verdict),
+        )?;
         Ok(verdict)
     }
 }
@@ -79,19 +85,63 @@ impl Policy for RuntimeClassPolicy {
 /// Class tolerations compared one by one with the Pod's; more are looked up in a set.
 const FEW_TOLERATIONS: usize = 4;
 
+/// What a RuntimeClass brings to a Pod, read strictly from the class object (a field of the
+/// wrong shape is a failed lookup, `docs/semantics.md#lookups`): `overhead.podFixed` (every
+/// value a quantity), `scheduling.nodeSelector` (a map of strings) and
+/// `scheduling.tolerations` (each a toleration).
+struct Brings {
+    overhead: Option<Value>,
+    node_selector: Vec<(String, String)>,
+    tolerations: Vec<Value>,
+}
+
+impl Brings {
+    fn read(class: At<'_>) -> Result<Self, PolicyError> {
+        let overhead = match class.get_object("overhead")? {
+            Some(o) => o.get_object("podFixed")?,
+            None => None,
+        };
+        if let Some(o) = &overhead {
+            for (key, value) in o.object()? {
+                Quantity::from_at(&At::new(value, o.path.key(key)))?;
+            }
+        }
+        let mut brings = Brings {
+            overhead: overhead.map(|o| o.value.clone()),
+            node_selector: Vec::new(),
+            tolerations: Vec::new(),
+        };
+        if let Some(scheduling) = class.get_object("scheduling")? {
+            Toleration::read_all(&scheduling)?;
+            for toleration in scheduling.get_list("tolerations")? {
+                toleration.get_i64("tolerationSeconds")?;
+                brings.tolerations.push(toleration.value.clone());
+            }
+            brings.node_selector = scheduling
+                .get_string_map("nodeSelector")?
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+        }
+        Ok(brings)
+    }
+}
+
 /// Copies the class's `overhead.podFixed`, merges `scheduling.nodeSelector` and appends the
 /// missing `scheduling.tolerations`; conflicts become violations.
 fn apply_class(
     spec: &At<'_>,
     name: &str,
-    class: &Value,
+    brings: &Brings,
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
-    let class_at = At::new(class, FieldPath::root(&format!("RuntimeClass {name:?}")));
-    apply_overhead(spec, name, &class_at, verdict)?;
-    let scheduling = class_at.get_object("scheduling")?;
-    apply_node_selector(spec, name, scheduling.as_ref(), verdict)?;
-    append_tolerations(spec, scheduling.as_ref(), verdict)
+    let overhead = brings
+        .overhead
+        .as_ref()
+        .map(|o| At::new(o, FieldPath::root("overhead").field("podFixed")));
+    apply_overhead(spec, name, overhead.as_ref(), verdict)?;
+    apply_node_selector(spec, name, &brings.node_selector, verdict)?;
+    append_tolerations(spec, &brings.tolerations, verdict)
 }
 
 /// README rule 1, overhead: the class's `overhead.podFixed` is copied into a Pod without
@@ -99,25 +149,21 @@ fn apply_class(
 fn apply_overhead(
     spec: &At<'_>,
     name: &str,
-    class_at: &At<'_>,
+    class_overhead: Option<&At<'_>>,
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
-    let class_overhead = match class_at.get_object("overhead")? {
-        Some(o) => o.get_object("podFixed")?,
-        None => None,
-    };
     let pod_overhead = spec.get_object("overhead")?;
     let overhead_path = spec.path.field("overhead");
     match (class_overhead, pod_overhead) {
         (Some(c), None) => verdict.edit_set(&["spec"], "overhead", c.value.clone()),
         (Some(c), Some(p)) => {
-            if !same_quantities(&c, &p)? {
+            if !same_quantities(c, &p)? {
                 verdict.violation(
                     &overhead_path,
                     format!(
                         "{} differs from RuntimeClass {name:?} overhead.podFixed {}",
                         describe_map(&p)?,
-                        describe_map(&c)?
+                        describe_map(c)?
                     ),
                 );
             }
@@ -139,13 +185,9 @@ fn apply_overhead(
 fn apply_node_selector(
     spec: &At<'_>,
     name: &str,
-    scheduling: Option<&At<'_>>,
+    class_selector: &[(String, String)],
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
-    let class_selector = match scheduling {
-        Some(s) => s.get_string_map("nodeSelector")?,
-        None => Vec::new(),
-    };
     // Validated as a string map, then looked up in the Pod's own map (no scan per key).
     spec.get_string_map("nodeSelector")?;
     let pod_selector = spec
@@ -157,7 +199,7 @@ fn apply_node_selector(
             .and_then(|m| m.get(key))
             .and_then(Value::as_str)
         {
-            Some(found) if found == value => {}
+            Some(found) if found == value.as_str() => {}
             Some(found) => verdict.violation(
                 &selector_path.key(key),
                 format!("{found:?} conflicts with RuntimeClass {name:?} scheduling.nodeSelector {key}={value}"),
@@ -172,13 +214,9 @@ fn apply_node_selector(
 /// the Pod (deep equality) are appended, each once.
 fn append_tolerations(
     spec: &At<'_>,
-    scheduling: Option<&At<'_>>,
+    class_tolerations: &[Value],
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
-    let class_tolerations = match scheduling {
-        Some(s) => s.get_list("tolerations")?,
-        None => Vec::new(),
-    };
     if class_tolerations.is_empty() {
         return Ok(());
     }
@@ -188,11 +226,11 @@ fn append_tolerations(
     if class_tolerations.len() <= FEW_TOLERATIONS {
         let mut added: Vec<&Value> = Vec::new();
         for toleration in class_tolerations {
-            let present = pod_tolerations.iter().any(|t| t.value == toleration.value)
-                || added.contains(&toleration.value);
+            let present = pod_tolerations.iter().any(|t| t.value == toleration)
+                || added.contains(&toleration);
             if !present {
-                added.push(toleration.value);
-                verdict.edit_push(&["spec"], "tolerations", toleration.value.clone());
+                added.push(toleration);
+                verdict.edit_push(&["spec"], "tolerations", toleration.clone());
             }
         }
         return Ok(());
@@ -202,8 +240,8 @@ fn append_tolerations(
         .map(|t| canonical_text(t.value))
         .collect();
     for toleration in class_tolerations {
-        if present.insert(canonical_text(toleration.value)) {
-            verdict.edit_push(&["spec"], "tolerations", toleration.value.clone());
+        if present.insert(canonical_text(toleration)) {
+            verdict.edit_push(&["spec"], "tolerations", toleration.clone());
         }
     }
     Ok(())

@@ -21,6 +21,9 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Run every declarative case of the policies against their wasm.
     Check(CheckArgs),
+    /// Serve every lookup answer of every case again with one field of the wrong shape: the
+    /// verdict must stay the case's own or become a failed lookup.
+    Shapes(ShapesArgs),
     /// Per-request latency with a fresh instance and with a reused one.
     Bench(BenchArgs),
     /// Embed metadata in a module, like `kwctl annotate`.
@@ -141,6 +144,18 @@ pub(crate) struct CheckArgs {
     /// Print guest logs and host calls on stderr.
     #[arg(long, short = 'v')]
     pub(crate) verbose: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct ShapesArgs {
+    /// Policy directories (default: every directory under ./policies).
+    pub(crate) dirs: Vec<PathBuf>,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Policies probed at once (default: one per core).
+    #[arg(long)]
+    pub(crate) jobs: Option<usize>,
 }
 
 #[derive(Args)]

@@ -16,6 +16,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => evaluate::run(a),
         Command::Check(a) => policies::check(a),
+        Command::Shapes(a) => policies::shapes(a),
         Command::Bench(a) => bench::bench(a),
         Command::Annotate(a) => evaluate::annotate(a),
         Command::Record(a) => evaluate::record(a),

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use testdrive::cases::{CheckOptions, check_policy};
 use testdrive::error::{Error, Result};
 
-use crate::cli::{CheckArgs, E2eArgs, SeedsArgs};
+use crate::cli::{CheckArgs, E2eArgs, SeedsArgs, ShapesArgs};
 
 pub(crate) fn policy_dirs(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
     if !dirs.is_empty() {
@@ -35,6 +35,46 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
         .map(|dir| check_policy(dir, &options))
         .collect();
     Ok(print_reports(&reports))
+}
+
+/// `testdrive shapes`: probes every policy, prints each failure, a line per policy and the
+/// closing line `shapes: N probes of N cases, N failed`.
+pub(crate) fn shapes(a: ShapesArgs) -> Result<ExitCode> {
+    let dirs = policy_dirs(a.dirs)?;
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let reports = testdrive::e2e::in_parallel(&dirs, jobs, |dir| {
+        testdrive::shapes::probe_policy(dir, &a.wasm_dir)
+    });
+    let (mut probes, mut cases, mut failed) = (0usize, 0usize, 0usize);
+    for report in reports.into_iter().flatten() {
+        for f in &report.failures {
+            println!("FAIL {} › {f}", report.policy);
+        }
+        if let Some(e) = &report.error {
+            println!("ERROR {}: {e}", report.policy);
+            failed += 1;
+        }
+        if report.probes > 0 {
+            println!(
+                "{}: {} probes of {} cases, {} failed",
+                report.policy,
+                report.probes,
+                report.cases,
+                report.failures.len()
+            );
+        }
+        probes += report.probes;
+        cases += report.cases;
+        failed += report.failures.len();
+    }
+    println!("shapes: {probes} probes of {cases} cases, {failed} failed");
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Prints each policy's failures and counts, then the closing line `N passed, N failed`.

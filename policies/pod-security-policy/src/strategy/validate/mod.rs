@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn pod_seccomp_is_judged_even_when_overridden() {
-        // SPEC: the Pod profile and each container profile must be listed.
+        // README: the Pod profile and each container profile must be listed.
         let s = spec(json!({"allowedSeccompProfiles": ["runtime/default"]}));
         let pod = json!({"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}},
             "containers": [{"name": "a", "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}]}});
