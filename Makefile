@@ -80,10 +80,13 @@ policies:
 testdrive:
 	$(CARGO) build --profile host --workspace --all-targets
 
-# Every declarative case of every policy, through the built wasm. Its last line is
+# Every declarative case of every policy, through the built wasm (after `testdrive shapes`:
+# every lookup answer of every case served again with one field of the wrong shape, which
+# must leave the verdict as it was or end as a failed lookup). Its last line is
 # "N passed, N failed".
 check: policies testdrive
 	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR)
+	$(TESTDRIVE) shapes --wasm-dir $(WASM_DIR)
 	$(TESTDRIVE) check --wasm-dir $(WASM_DIR)
 
 # Every declarative case through the real kwctl: kwctl annotate (no warning allowed), kwctl

@@ -209,6 +209,7 @@ fn field_profile(ctx: Option<&At<'_>>, field: &str) -> Result<Option<ProfileRef>
     }))
 }
 
+/// The Pod annotation `<prefix><container name>` (a per-container profile annotation).
 fn container_annotation(
     pod: &PodView<'_>,
     container: &Container<'_>,
@@ -217,15 +218,20 @@ fn container_annotation(
     let (Some(meta), Some(name)) = (&pod.metadata, container.node.get_str("name")?) else {
         return Ok(None);
     };
-    for (k, v) in meta.get_string_map("annotations")? {
-        if k.strip_prefix(prefix) == Some(name) {
-            return Ok(Some(ProfileRef {
-                syntax: v.to_owned(),
-                path: meta.path.field("annotations").key(k),
-            }));
-        }
+    let Some(annotations) = meta.get_object("annotations")? else {
+        return Ok(None);
+    };
+    // one map lookup per container, never a scan of every annotation
+    let key = format!("{prefix}{name}");
+    let path = annotations.path.key(&key);
+    match annotations.value.get(&key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(syntax)) => Ok(Some(ProfileRef {
+            syntax: syntax.clone(),
+            path,
+        })),
+        Some(_) => Err(PolicyError::malformed(&path, "expected a string")),
     }
-    Ok(None)
 }
 
 /// Whether the Pod declares `spec.os.name: windows`.
