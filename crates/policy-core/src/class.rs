@@ -940,6 +940,36 @@ mod tests {
             .unwrap();
         assert!(verdict.is_clean() && !verdict.has_edits());
         assert_eq!(verdict.warnings().len(), 1);
+        // a default class of the wrong shape is a failed lookup too: nothing is written
+        let mut malformed = Objects::new(vec![json!({"apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass", "metadata": {"name": "gold"}, "value": "high"})]);
+        let err = writer
+            .write(
+                &path,
+                OnLookupError::Reject,
+                &mut Lookups::new(&mut malformed),
+                &mut Verdict::accept(),
+                read,
+                apply,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot read PriorityClass \"gold\": unexpected answer: value: expected an integer"
+        );
+        let mut verdict = Verdict::accept();
+        writer
+            .write(
+                &path,
+                OnLookupError::Accept,
+                &mut Lookups::new(&mut malformed),
+                &mut verdict,
+                read,
+                apply,
+            )
+            .unwrap();
+        assert!(verdict.is_clean() && !verdict.has_edits());
+        assert_eq!(verdict.warnings().len(), 1);
     }
 
     #[test]

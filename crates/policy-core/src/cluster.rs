@@ -958,6 +958,70 @@ mod tests {
     }
 
     #[test]
+    fn found_objects_are_read_strictly() {
+        let what = "Namespace \"a\"".to_owned();
+        let ns = Found::new(
+            json!({"metadata": {"labels": {"tenant": "solar"}, "annotations": {"k": "v"}}}),
+            what.clone(),
+        );
+        assert_eq!(ns.label("tenant").unwrap(), Some("solar"));
+        assert_eq!(ns.label("other").unwrap(), None);
+        assert_eq!(ns.annotation("k").unwrap(), Some("v"));
+        let raw = serde_json::from_value(json!({"matchLabels": {"tenant": "solar"}})).unwrap();
+        let selector = LabelSelector::build(&raw).unwrap();
+        assert!(ns.selected_by(&selector).unwrap());
+        // absent and null are absent
+        let bare = Found::new(json!({"metadata": {"labels": null}}), what.clone());
+        assert_eq!(bare.labels().unwrap(), None);
+        assert_eq!(bare.annotation("k").unwrap(), None);
+        // a wrong shape is a failed lookup naming the field, whichever key is asked
+        for (object, field) in [
+            (
+                json!({"metadata": {"labels": "tenant=solar"}}),
+                "metadata.labels: expected an object",
+            ),
+            (
+                json!({"metadata": {"labels": {"x": 1, "tenant": "solar"}}}),
+                "metadata.labels[\"x\"]: expected a string",
+            ),
+            (json!({"metadata": "x"}), "metadata: expected an object"),
+        ] {
+            let err = Found::new(object, what.clone())
+                .label("tenant")
+                .unwrap_err();
+            assert_eq!(err.code(), 500);
+            assert_eq!(
+                err.to_string(),
+                format!("cannot read Namespace \"a\": unexpected answer: {field}")
+            );
+        }
+        let err = Found::new(json!({"metadata": {"annotations": []}}), what).selected_by(&selector);
+        assert!(err.is_ok(), "labels are read, not annotations");
+    }
+
+    #[test]
+    fn read_joins_the_lookup_and_the_answer_into_one_error() {
+        let ns = |labels: Value| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "labels": labels}});
+        let request = GetRequest::cluster_scoped("v1", "Namespace", "a");
+        let label = |found: &Found| Ok(found.label("t")?.map(str::to_owned));
+        let mut good = Objects::new(vec![ns(json!({"t": "x"}))]);
+        assert_eq!(
+            Lookups::new(&mut good).read(&request, label).unwrap(),
+            Some(Some("x".to_owned()))
+        );
+        let mut none = Objects::default();
+        assert_eq!(Lookups::new(&mut none).read(&request, label).unwrap(), None);
+        let mut bad = Objects::new(vec![ns(json!(["t"]))]);
+        let err = Lookups::new(&mut bad).read(&request, label).unwrap_err();
+        assert!(matches!(err, PolicyError::Lookup { .. }), "{err}");
+        let mut failing = Objects::default().failing("Namespace");
+        let err = Lookups::new(&mut failing)
+            .read(&request, label)
+            .unwrap_err();
+        assert_eq!(err.code(), 500);
+    }
+
+    #[test]
     fn host_view_keeps_masked_fields_and_all_metadata() {
         let masks = [
             "spec.rules.host".to_owned(),

@@ -267,6 +267,36 @@ mod tests {
     }
 
     #[test]
+    fn null_settings_and_two_namespaces_are_refused_in_validate_too() {
+        let req = json!({"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+            "namespace": "a", "object": {"metadata": {"name": "x", "namespace": "a"}}});
+        // the settings document null is `{}` (here: refused for the missing key)...
+        assert_eq!(run(req.clone(), Value::Null).code, Some(500));
+        // ...a null value is refused whichever decoding reads it (request first or settings first)
+        let r = run(req.clone(), json!({"forbidden": null}));
+        assert_eq!(r.code, Some(500));
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "invalid settings: forbidden: invalid type: null (write a value, or leave the key out)"
+            )
+        );
+        let settings_first = format!(r#"{{"settings": {{"forbidden": null}}, "request": {req}}}"#);
+        let r = evaluate::<Demo>(settings_first.as_bytes(), &mut Objects::default());
+        assert_eq!(r.code, Some(500));
+        let mut other = req;
+        other["object"]["metadata"]["namespace"] = json!("b");
+        let r = run(other, json!({"forbidden": "y"}));
+        assert_eq!(r.code, Some(400));
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "metadata.namespace: \"b\" differs from request.namespace \"a\"; a request judges one namespace"
+            )
+        );
+    }
+
+    #[test]
     fn unsupported_kind_is_400() {
         let req = json!({"kind": {"group": "", "version": "v1", "kind": "Endpoints"}, "operation": "CREATE",
             "object": {}});

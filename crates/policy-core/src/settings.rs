@@ -377,6 +377,45 @@ mod tests {
     }
 
     #[test]
+    fn null_is_refused_at_every_level_with_its_path() {
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct S {
+            #[serde(default)]
+            list: Option<Vec<String>>,
+            #[serde(default)]
+            flag: bool,
+            #[serde(default)]
+            inner: Option<Inner>,
+            #[serde(default)]
+            map: std::collections::BTreeMap<String, Value>,
+            #[serde(default)]
+            nullable: no_null::Nullable<String>,
+        }
+        for (settings, path) in [
+            (json!({"list": null}), "list"),
+            (json!({"list": ["a", null]}), "list[1]"),
+            (json!({"flag": null}), "flag"),
+            (json!({"inner": null}), "inner"),
+            (json!({"inner": {"key": null}}), "inner.key"),
+            (json!({"map": {"k": null}}), "map.k"),
+        ] {
+            let expected = format!("{path}: {}", no_null::NULL_REFUSED);
+            let from_value = decode::<S>(&settings).unwrap_err().to_string();
+            assert_eq!(from_value, expected, "{settings}");
+            let text = settings.to_string();
+            let from_text = decode::<S>(Raw::Json(&text)).unwrap_err().to_string();
+            assert_eq!(from_text, expected, "{settings}");
+        }
+        let s = decode::<S>(&json!({"nullable": null})).unwrap();
+        assert_eq!(s.nullable, no_null::Nullable::Null);
+        let s = decode::<S>(&json!({})).unwrap();
+        assert_eq!(s.nullable, no_null::Nullable::Absent);
+        assert!(s.list.is_none() && s.inner.is_none());
+    }
+
+    #[test]
     fn json_text_decodes_like_a_value() {
         for text in [
             r#"{"protectedTaints": [{"key": "a"}, {"key": "b", "x": 1}]}"#,
