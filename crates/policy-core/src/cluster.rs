@@ -12,6 +12,7 @@ use crate::error::PolicyError;
 use crate::json::At;
 use crate::path::FieldPath;
 use crate::selector::LabelSelector;
+use crate::strict::{AnswerRules, Strict};
 
 /// A `get_resource` lookup (wire format of the Kubewarden host).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -361,7 +362,8 @@ impl<'c> Lookups<'c> {
         };
         let answer = self.cluster.list_json(request).map_err(|e| failed(e.0))?;
         let mut decoder = serde_json::Deserializer::from_slice(&answer);
-        let list: TypedList<T> = serde_path_to_error::deserialize(&mut decoder).map_err(|e| {
+        let strict = Strict(&mut decoder, AnswerRules);
+        let list: TypedList<T> = serde_path_to_error::deserialize(strict).map_err(|e| {
             failed(format!(
                 "unexpected answer: {}: {}",
                 e.path(),

@@ -46,6 +46,7 @@ mod robustness;
 pub mod security_context;
 pub mod selector;
 pub mod settings;
+pub mod strict;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod toleration;

@@ -14,7 +14,7 @@ use crate::error::PolicyError;
 use crate::json::At;
 use crate::path::FieldPath;
 use crate::settings::Raw;
-use crate::settings::no_null::Refusing;
+use crate::strict::Refusing;
 
 /// The operation of an admission request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

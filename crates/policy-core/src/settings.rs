@@ -11,9 +11,7 @@ use serde_json::Value;
 use crate::error::SettingsError;
 use crate::names::NameList;
 
-pub mod no_null;
-
-use no_null::NoNull;
+use crate::strict::{NULL_REFUSED, SettingsRules, Strict};
 
 thread_local! {
     static REREAD: Cell<bool> = const { Cell::new(false) };
@@ -118,8 +116,8 @@ impl Raw<'_> {
 }
 
 /// Decodes raw settings into `T`, refusing unknown fields and wrong types with the settings
-/// path (`protectedTaints[1].effect: unknown variant ...`), `null` values included
-/// ([`no_null`]). The whole document `null` is read as `{}`.
+/// path (`protectedTaints[1].effect: unknown variant ...`), `null` values and lists where a
+/// struct belongs included ([`crate::strict`]). The whole document `null` is read as `{}`.
 ///
 /// JSON text is decoded once without tracking the path; only a failure is decoded a second
 /// time to name the offending path.
@@ -150,10 +148,11 @@ pub fn decode<'a, T: DeserializeOwned>(raw: impl Into<Raw<'a>>) -> Result<T, Set
     }
 }
 
-/// Decodes JSON text into `T` under [`NoNull`], the whole text being one document.
+/// Decodes JSON text into `T` under [`Strict`] settings rules, the whole text being one
+/// document.
 fn from_text<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = T::deserialize(NoNull(&mut de))?;
+    let value = T::deserialize(Strict(&mut de, SettingsRules))?;
     de.end()?;
     Ok(value)
 }
@@ -234,14 +233,14 @@ where
 /// Decodes `value`, naming the settings path of a failure.
 fn decode_tracked<T: DeserializeOwned>(value: &Value) -> Result<T, SettingsError> {
     CONVERSION.with(|c| c.borrow_mut().take());
-    serde_path_to_error::deserialize(NoNull(value)).map_err(|e| {
+    serde_path_to_error::deserialize(Strict(value, SettingsRules)).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
         let message = e.into_inner().to_string();
         // serde names the expected type of a `null` it refuses by itself (`invalid type: null,
-        // expected a boolean`); every `null` gets the one problem of [`no_null`].
+        // expected a boolean`); every `null` gets the one problem of [`crate::strict`].
         let message = if message.starts_with("invalid type: null") {
-            no_null::NULL_REFUSED.to_owned()
+            NULL_REFUSED.to_owned()
         } else {
             message
         };
@@ -391,7 +390,7 @@ mod tests {
             #[serde(default)]
             map: std::collections::BTreeMap<String, Value>,
             #[serde(default)]
-            nullable: no_null::Nullable<String>,
+            nullable: crate::strict::Nullable<String>,
         }
         for (settings, path) in [
             (json!({"list": null}), "list"),
@@ -401,7 +400,7 @@ mod tests {
             (json!({"inner": {"key": null}}), "inner.key"),
             (json!({"map": {"k": null}}), "map.k"),
         ] {
-            let expected = format!("{path}: {}", no_null::NULL_REFUSED);
+            let expected = format!("{path}: {}", NULL_REFUSED);
             let from_value = decode::<S>(&settings).unwrap_err().to_string();
             assert_eq!(from_value, expected, "{settings}");
             let text = settings.to_string();
@@ -409,9 +408,9 @@ mod tests {
             assert_eq!(from_text, expected, "{settings}");
         }
         let s = decode::<S>(&json!({"nullable": null})).unwrap();
-        assert_eq!(s.nullable, no_null::Nullable::Null);
+        assert_eq!(s.nullable, crate::strict::Nullable::Null);
         let s = decode::<S>(&json!({})).unwrap();
-        assert_eq!(s.nullable, no_null::Nullable::Absent);
+        assert_eq!(s.nullable, crate::strict::Nullable::Absent);
         assert!(s.list.is_none() && s.inner.is_none());
     }
 

@@ -4,8 +4,9 @@
 //! A case that reads the cluster is run once as written, recording each answer the policy
 //! gets. Then, for each successful answer and each value in it (the answer itself, every
 //! field, every list element, at any depth), the case runs again with that one value
-//! replaced by one of another type (an object or list by a string, a string by an object, a
-//! number by a boolean, a boolean by a string). The answer of a field the policy does not read cannot
+//! replaced by one of another type (an object or list by a string, an object also by the list
+//! of its values in reverse order, a string by an object, a number by a boolean, a boolean by
+//! a string). The answer of a field the policy does not read cannot
 //! change its verdict; an answer the policy reads must be refused as a failed lookup. So
 //! every probe must end in one of:
 //!
@@ -93,17 +94,26 @@ fn about_wrong_shapes(eval: &Evaluation) -> bool {
 /// One value of an answer to replace: its JSON pointer and the value of another type.
 fn wrong_shapes(answer: &Value) -> Vec<(String, Value)> {
     fn walk(value: &Value, pointer: String, out: &mut Vec<(String, Value)>) {
-        // a value no reader of the original type accepts (a number is a quantity too, so a
-        // string becomes an object; a number becomes a boolean)
-        let wrong = match value {
-            Value::Null => None,
-            Value::Object(_) | Value::Array(_) => Some(Value::from("not-the-expected-shape")),
-            Value::String(_) => Some(serde_json::json!({"not": "the-expected-shape"})),
-            Value::Number(_) => Some(Value::Bool(true)),
-            Value::Bool(_) => Some(Value::from("true")),
-        };
-        if let Some(wrong) = wrong {
-            out.push((pointer.clone(), wrong));
+        // values no reader of the original type accepts (a number is a quantity too, so a
+        // string becomes an object; a number becomes a boolean); an object also becomes the
+        // list of its values in reverse order, which a reader taking a struct's fields from a
+        // list in order would read as another object (in document order it could read the
+        // same object, and hide the lax read)
+        match value {
+            Value::Null => {}
+            Value::Object(map) => {
+                out.push((pointer.clone(), Value::from("not-the-expected-shape")));
+                out.push((pointer.clone(), map.values().rev().cloned().collect()));
+            }
+            Value::Array(_) => out.push((pointer.clone(), Value::from("not-the-expected-shape"))),
+            Value::String(_) => {
+                out.push((
+                    pointer.clone(),
+                    serde_json::json!({"not": "the-expected-shape"}),
+                ));
+            }
+            Value::Number(_) => out.push((pointer.clone(), Value::Bool(true))),
+            Value::Bool(_) => out.push((pointer.clone(), Value::from("true"))),
         }
         match value {
             Value::Object(map) => {
@@ -224,7 +234,7 @@ pub fn probe_cases(
                 continue;
             };
             for (pointer, wrong) in wrong_shapes(&document) {
-                if !probed.insert((i, field_of(&pointer))) {
+                if !probed.insert((i, field_of(&pointer), wrong.is_array())) {
                     continue;
                 }
                 let mut changed = document.clone();
@@ -333,7 +343,10 @@ mod tests {
             pointers,
             [
                 "",
+                "",
                 "/metadata",
+                "/metadata",
+                "/metadata/labels",
                 "/metadata/labels",
                 "/metadata/labels/a~1b",
                 "/items",
@@ -341,6 +354,10 @@ mod tests {
                 "/items/1"
             ]
         );
+        // an object also becomes the list of its values, in reverse order
+        assert_eq!(probes[5].1, json!(["x"]));
+        let two = wrong_shapes(&json!({"kind": "ClusterRole", "name": "admin"}));
+        assert_eq!(two[1].1, json!(["admin", "ClusterRole"]));
         for (pointer, wrong) in &probes {
             let original = answer.pointer(pointer).unwrap();
             assert_ne!(

@@ -4,7 +4,7 @@ use policy_core::SettingsError;
 use policy_core::cluster::OnLookupError;
 use policy_core::labels::is_label_key;
 use policy_core::settings::Raw;
-use policy_core::settings::no_null::Nullable;
+use policy_core::strict::Nullable;
 use serde::Deserialize;
 
 use crate::seconds::API_MAX_SECONDS;
