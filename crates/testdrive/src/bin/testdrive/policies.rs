@@ -37,13 +37,16 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     Ok(print_reports(&reports))
 }
 
+/// The default number of jobs at once: one per core.
+fn one_per_core() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 /// `testdrive shapes`: probes every policy, prints each failure, a line per policy and the
 /// closing line `shapes: N probes of N cases, N failed`.
 pub(crate) fn shapes(a: ShapesArgs) -> Result<ExitCode> {
     let dirs = policy_dirs(a.dirs)?;
-    let jobs = a.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let jobs = a.jobs.unwrap_or_else(one_per_core);
     let reports = testdrive::e2e::in_parallel(&dirs, jobs, |dir| {
         testdrive::shapes::probe_policy(dir, &a.wasm_dir)
     });
@@ -121,9 +124,7 @@ pub(crate) fn print_reports(reports: &[testdrive::cases::PolicyReport]) -> ExitC
 
 pub(crate) fn e2e(a: E2eArgs) -> Result<ExitCode> {
     let version = testdrive::e2e::kwctl_version(&a.kwctl)?;
-    let jobs = a.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let jobs = a.jobs.unwrap_or_else(one_per_core);
     println!(
         "e2e: every case through {} ({}), {jobs} at a time",
         a.kwctl.display(),
