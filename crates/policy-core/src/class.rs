@@ -207,6 +207,16 @@ impl<'k> ClassFetch<'k> {
         self.result.clone().unwrap_or(Ok(None))
     }
 
+    /// The class object read with `read` (`None` when it does not exist), fetched on first
+    /// use: a failed lookup and an answer of the wrong shape are one error.
+    pub fn read<T>(
+        &mut self,
+        lookups: &mut Lookups<'_>,
+        read: impl FnOnce(&Found) -> Result<T, PolicyError>,
+    ) -> Result<Option<T>, PolicyError> {
+        self.get(lookups)?.as_ref().map(read).transpose()
+    }
+
     /// The answer if the object was already fetched.
     pub fn fetched(&self) -> Option<&Result<Option<Found>, PolicyError>> {
         self.result.as_ref()

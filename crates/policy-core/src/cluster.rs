@@ -246,10 +246,7 @@ impl Found {
 
     /// `metadata.<map>` (`labels`, `annotations`) as a map of strings; `None` when absent.
     fn string_map(&self, map: &str) -> Result<Option<&Map<String, Value>>, PolicyError> {
-        self.read(|at| match at.get_object("metadata")? {
-            Some(metadata) => metadata.get_str_map(map),
-            None => Ok(None),
-        })
+        self.read(|at| at.get_metadata_map(map))
     }
 
     /// `metadata.labels`, every value a string; `None` when absent.

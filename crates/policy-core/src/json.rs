@@ -139,6 +139,18 @@ impl<'a> At<'a> {
         }
     }
 
+    /// `metadata.<map>` of this object (`labels`, `annotations`), as [`At::get_str_map`]
+    /// reads it: `None` when `metadata` or the map is absent.
+    pub fn get_metadata_map(
+        &self,
+        map: &str,
+    ) -> Result<Option<&'a Map<String, Value>>, PolicyError> {
+        match self.get_object("metadata")? {
+            Some(metadata) => metadata.get_str_map(map),
+            None => Ok(None),
+        }
+    }
+
     /// The strings of list field `name`; absent is empty, a non-string element is malformed.
     pub fn get_str_list(&self, name: &str) -> Result<Vec<&'a str>, PolicyError> {
         let Some(list) = self.get(name)? else {

@@ -13,11 +13,8 @@ pub fn string_map<'a>(
     object: Option<&At<'a>>,
     map: &str,
 ) -> Result<Option<&'a Map<String, Value>>, PolicyError> {
-    let Some(object) = object else {
-        return Ok(None);
-    };
-    match object.get_object("metadata")? {
-        Some(metadata) => metadata.get_str_map(map),
+    match object {
+        Some(object) => object.get_metadata_map(map),
         None => Ok(None),
     }
 }

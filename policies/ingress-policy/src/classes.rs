@@ -148,10 +148,7 @@ impl Judge<'_, '_, '_, '_> {
         {
             return Ok(false);
         }
-        match fetch
-            .get(self.lookups)
-            .and_then(|class| class.map(|c| is_cluster_default(&c)).transpose())
-        {
+        match fetch.read(self.lookups, is_cluster_default) {
             Ok(Some(true)) => {
                 self.no_class(values, true);
                 Ok(true)

@@ -448,19 +448,12 @@ impl<'r> Naming<'r> {
             return Ok(same);
         }
         let label = self.tenant_label;
-        let mine = match &self.mine {
-            Some(mine) => mine.clone(),
-            None => {
-                let mine = tenant_of(self.me.namespace, label, lookups)?;
-                self.mine = Some(mine.clone());
-                mine
-            }
-        };
-        let same = match mine {
+        if self.mine.is_none() {
+            self.mine = Some(tenant_of(self.me.namespace, label, lookups)?);
+        }
+        let same = match self.mine.as_ref().and_then(Option::as_deref) {
             None => false,
-            Some(mine) => {
-                tenant_of(&collider.namespace, label, lookups)?.as_deref() == Some(mine.as_str())
-            }
+            Some(mine) => tenant_of(&collider.namespace, label, lookups)?.as_deref() == Some(mine),
         };
         self.same.insert(collider.namespace.clone(), same);
         Ok(same)

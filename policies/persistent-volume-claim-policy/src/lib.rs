@@ -401,10 +401,7 @@ impl Claim<'_> {
         {
             return Ok(false);
         }
-        match fetch
-            .get(lookups)
-            .and_then(|found| found.map(|c| is_cluster_default(&c)).transpose())
-        {
+        match fetch.read(lookups, is_cluster_default) {
             Ok(Some(true)) => {
                 self.write_default(default)?;
                 Ok(true)

@@ -114,16 +114,17 @@ impl ClassField<'_> {
         if !self.settings.replace_global_default || default.is_none_or(|d| d == name) {
             return Ok(false);
         }
-        let injected = fetch
-            .get(lookups)
-            .and_then(|class| match (class, priority) {
-                (Some(class), _) if !is_global_default(&class)? => Ok(false),
-                (Some(class), Some(p)) => Ok(p == class_value(&class)?),
-                (Some(_), None) => Ok(true),
-                (None, _) => Ok(false),
-            });
+        let injected = fetch.read(lookups, |class| {
+            if !is_global_default(class)? {
+                return Ok(false);
+            }
+            Ok(match priority {
+                Some(p) => p == class_value(class)?,
+                None => true,
+            })
+        });
         match injected {
-            Ok(injected) => Ok(injected),
+            Ok(injected) => Ok(injected.unwrap_or(false)),
             Err(e) => {
                 skip_on_lookup_error(e, self.path, self.settings.on_lookup_error, verdict)?;
                 Ok(false)
