@@ -80,12 +80,27 @@ policies:
 testdrive:
 	$(CARGO) build --profile host --workspace --all-targets
 
-# Every declarative case of every policy, through the built wasm (after `testdrive shapes`:
+# Kubewarden's CRDs (OpenAPI schemas every manifest is validated against): beside $(KWCTL)
+# in ../shared/kubewarden, else none (testdrive manifests then says the schemas were not applied).
+KUBEWARDEN_CRDS ?= $(firstword $(wildcard $(dir $(KWCTL))../crds))
+
+# Every manifest of the repository and of capsule-bindings' conversion of every test Tenant
+# (`testdrive manifests`: Kubewarden's CRD schemas, module references, settings, rules,
+# mutating, contextAwareResources), every questions-ui.yml and example-settings.yml, and the
+# values derived from .github/publishing.env; then every declarative case of every policy,
+# through the built wasm (after `testdrive shapes`:
 # every lookup answer of every case served again with one field of the wrong shape, which
 # must leave the verdict as it was or end as a failed lookup). Its last line is
 # "N passed, N failed".
 check: policies testdrive
 	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR)
+	@rm -rf $(TARGET_DIR)/manifests/capsule && mkdir -p $(TARGET_DIR)/manifests/capsule
+	@for t in $(CAPSULE_DATA)/tenants/*.yaml; do \
+	  $(CAPSULE_BINDINGS) convert $$t --registry ghcr.io/acme --wasm-dir $(WASM_DIR) \
+	    --output $(TARGET_DIR)/manifests/capsule/$$(basename $$t) 2> /dev/null || exit 1; \
+	done
+	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) $(if $(KUBEWARDEN_CRDS),--crds $(KUBEWARDEN_CRDS)) \
+	  --generated $(TARGET_DIR)/manifests/capsule
 	$(TESTDRIVE) shapes --wasm-dir $(WASM_DIR)
 	$(TESTDRIVE) check --wasm-dir $(WASM_DIR)
 

@@ -112,6 +112,45 @@ cmd_push() {
   printf '%s\n' "$ref"
 }
 
+# The README's `kwctl scaffold manifest` command (its lines joined over trailing backslashes
+# are what `make publish-local` runs), as Artifact Hub's install text shows it.
+scaffold_command() {
+  awk '/^kwctl scaffold manifest /{on=1} on{print; if ($0 !~ /\\$/) exit}' "$root/policies/$1/README.md"
+}
+
+# Artifact Hub's install text: download the example settings released with the policy, then
+# the README's command (kwctl's own text scaffolds `settings: {}`, which most policies refuse).
+install_text() {
+  local policy="$1" version="$2" command
+  command="$(scaffold_command "$policy")"
+  [ -n "$command" ] || die "policies/$policy/README.md has no \`kwctl scaffold manifest\` command"
+  [ -f "$root/policies/$policy/example-settings.yml" ] || die "policies/$policy/example-settings.yml is missing"
+  cat <<TEXT
+Download the policy's example settings (the README's minimal configuration) and let
+[kwctl](https://docs.kubewarden.io/howtos/install-kwctl) write a binding with them:
+\`\`\`console
+curl -fsSLO $SOURCE_REPOSITORY/releases/download/$policy%2Fv$version/example-settings.yml
+$command
+\`\`\`
+The binding applies cluster-wide: add a namespaceSelector to scope it, and tune the settings
+as the README explains.
+TEXT
+}
+
+# Replaces the `install: |` block of an artifacthub-pkg.yml with the text of file $2.
+set_install() {
+  local pkg="$1" text="$2" tmp
+  tmp="$(mktemp)"
+  awk -v text="$text" '
+    function emit(  line) { print "install: |"; while ((getline line < text) > 0) print "  " line; done = 1 }
+    /^install:/ { emit(); skip = 1; next }
+    skip && /^[^ ]/ { skip = 0 }
+    !skip { print }
+    END { if (!done) emit() }
+  ' "$pkg" > "$tmp"
+  mv "$tmp" "$pkg"
+}
+
 cmd_artifacthub() {
   local policy="${1:?usage: release.sh artifacthub <policy> <out-dir>}"
   local out="${2:?usage: release.sh artifacthub <policy> <out-dir>}"
@@ -125,6 +164,9 @@ cmd_artifacthub() {
   "$kwctl" scaffold artifacthub --metadata-path "$dir/metadata.yml" \
     --questions-path "$dir/questions-ui.yml" --output "$out/$policy/$version/artifacthub-pkg.yml" \
     || die "artifacthub: kwctl scaffold artifacthub refused policies/$policy"
+  install_text "$policy" "$version" > "$out/$policy/$version/install.txt"
+  set_install "$out/$policy/$version/artifacthub-pkg.yml" "$out/$policy/$version/install.txt"
+  rm "$out/$policy/$version/install.txt"
   cp "$dir/README.md" "$out/$policy/$version/README.md"
   cp "$root/artifacthub/artifacthub-repo.yml" "$out/artifacthub-repo.yml"
   echo "$out/$policy/$version"

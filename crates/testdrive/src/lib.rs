@@ -36,6 +36,8 @@ pub mod e2e;
 pub mod error;
 pub mod host;
 mod http;
+pub mod identity;
+pub mod manifests;
 pub mod metadata;
 pub mod packaging;
 pub mod replay;

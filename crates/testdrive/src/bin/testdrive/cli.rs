@@ -36,6 +36,13 @@ pub(crate) enum Command {
     E2e(E2eArgs),
     /// Throughput of the bench scenarios in the real policy-server, driven by wrk.
     BenchServer(BenchServerArgs),
+    /// Check every Kubewarden manifest (READMEs, docs, deploy, generated files) against
+    /// Kubewarden's CRDs and the policies, every questions-ui.yml and example settings file,
+    /// and the identity's derived values.
+    Manifests(ManifestsArgs),
+    /// Compare the values derived from .github/publishing.env with the repository's
+    /// (metadata, artifacthub-repo.yml, README module references); `--write` rewrites them.
+    Identity(IdentityArgs),
 }
 
 #[derive(Args)]
@@ -219,4 +226,25 @@ pub(crate) struct RecordArgs {
     /// Where to write the session.
     #[arg(long)]
     pub(crate) out: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct ManifestsArgs {
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Kubewarden's CustomResourceDefinitions (schemas to validate against); without it the
+    /// schema check is skipped, and said so.
+    #[arg(long)]
+    pub(crate) crds: Option<PathBuf>,
+    /// Generated manifests to check too (files, or directories of YAML files).
+    #[arg(long)]
+    pub(crate) generated: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct IdentityArgs {
+    /// Rewrite the drifted files instead of failing.
+    #[arg(long)]
+    pub(crate) write: bool,
 }

@@ -23,6 +23,8 @@ fn main() -> ExitCode {
         Command::Seeds(a) => policies::seeds(a),
         Command::E2e(a) => policies::e2e(a),
         Command::BenchServer(a) => bench::bench_server(a),
+        Command::Manifests(a) => policies::manifests(a),
+        Command::Identity(a) => policies::identity(a),
     };
     match result {
         Ok(code) => code,

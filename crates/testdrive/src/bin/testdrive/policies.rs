@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use testdrive::cases::{CheckOptions, check_policy};
 use testdrive::error::{Error, Result};
 
-use crate::cli::{CheckArgs, E2eArgs, SeedsArgs, ShapesArgs};
+use crate::cli::{CheckArgs, E2eArgs, IdentityArgs, ManifestsArgs, SeedsArgs, ShapesArgs};
 
 pub(crate) fn policy_dirs(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
     if !dirs.is_empty() {
@@ -154,4 +154,81 @@ pub(crate) fn seeds(a: SeedsArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `testdrive manifests`: prints every problem, then the closing lines (manifests, example
+/// settings, questions-ui, identity); fails when any problem was found.
+pub(crate) fn manifests(a: ManifestsArgs) -> Result<ExitCode> {
+    let root = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    let report = testdrive::manifests::run(&testdrive::manifests::ManifestsOptions {
+        root,
+        wasm_dir: a.wasm_dir,
+        crds: a.crds,
+        generated: a.generated,
+    })?;
+    for p in &report.problems {
+        println!("FAIL {p}");
+    }
+    let total = report.documented + report.generated;
+    println!(
+        "manifests: {total} Kubewarden manifests in {} files ({} documented, {} generated; {} \
+         members of other publishers), {} valid, {} with problems; CRD schemas {}",
+        report.files,
+        report.documented,
+        report.generated,
+        report.foreign_modules,
+        total - report.failed,
+        report.failed,
+        if report.schema_checked {
+            "applied"
+        } else {
+            "NOT applied (no --crds)"
+        }
+    );
+    let (ok, all) = report.examples_valid;
+    println!("example settings: {ok}/{all} accepted by their policy");
+    let (ok, all) = report.questions_valid;
+    println!("questions-ui: {ok}/{all} valid");
+    println!(
+        "identity: {} files drifted from {}",
+        report.drifted,
+        testdrive::identity::IDENTITY_FILE
+    );
+    Ok(if report.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `testdrive identity [--write]`: lists (or rewrites) every file drifted from the identity.
+pub(crate) fn identity(a: IdentityArgs) -> Result<ExitCode> {
+    let root = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    let identity = testdrive::identity::Identity::from_root(&root)?;
+    let drifted = testdrive::identity::drift(&root, &identity)?;
+    for d in &drifted {
+        let shown = d
+            .path
+            .strip_prefix(&root)
+            .unwrap_or(&d.path)
+            .display()
+            .to_string();
+        for change in &d.changes {
+            println!("{shown}: {change}");
+        }
+        if a.write {
+            std::fs::write(&d.path, &d.text).map_err(|e| Error::io(&d.path, e))?;
+        }
+    }
+    let verb = if a.write { "rewritten" } else { "drifted" };
+    println!(
+        "identity: {} files {verb} from {}",
+        drifted.len(),
+        testdrive::identity::IDENTITY_FILE
+    );
+    Ok(if drifted.is_empty() || a.write {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
