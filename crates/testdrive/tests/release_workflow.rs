@@ -3,6 +3,14 @@
 //! (`.github/scripts/release.sh`) refuse a placeholder identity, a tag that is not the
 //! metadata's version, and a `kwctl push` output without an immutable reference.
 
+// A test file: its helpers index, unwrap and panic like the tests they serve.
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

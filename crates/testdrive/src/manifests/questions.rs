@@ -90,10 +90,8 @@ fn shape(q: &Value, at: &str, out: &mut Vec<String>) {
         return;
     };
     for key in ["variable", "type", "label", "group"] {
-        if !map
-            .get(key)
-            .is_some_and(|v| v.as_str().is_some_and(|s| !s.trim().is_empty()))
-        {
+        let text = map.get(key).and_then(Value::as_str).unwrap_or("");
+        if text.trim().is_empty() {
             out.push(format!("{at}.{key}: required (a non-empty string)"));
         }
     }
