@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod apiserver;
+pub mod artifacthub;
 pub mod bench;
 pub mod callbacks;
 pub mod cases;
