@@ -22,7 +22,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The CLI (`testdrive run|check|bench|annotate|record|seeds`) is a thin layer
+//! The CLI (`testdrive run|check|bench|annotate|record|seeds|e2e|bench-server|publish-local`)
+//! is a thin layer
 //! over this library.
 
 #![deny(missing_docs)]
@@ -39,6 +40,7 @@ pub mod host;
 mod http;
 pub mod metadata;
 pub mod packaging;
+pub mod publish;
 pub mod replay;
 pub mod request;
 pub mod seeds;

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Seeds(a) => policies::seeds(a),
         Command::E2e(a) => policies::e2e(a),
         Command::BenchServer(a) => bench::bench_server(a),
+        Command::PublishLocal(a) => policies::publish_local(a),
     };
     match result {
         Ok(code) => code,
