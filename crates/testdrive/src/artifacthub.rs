@@ -102,7 +102,7 @@ fn annotation_problems(doc: &Value, metadata: &Metadata, out: &mut Vec<String>) 
         Some(Some(why)) => out.push(format!("annotation kubewarden/questions-ui: {why}")),
         Some(None) => {}
     }
-    if !get("kubewarden/resources").is_some_and(|r| !r.trim().is_empty()) {
+    if get("kubewarden/resources").is_none_or(|r| r.trim().is_empty()) {
         out.push("annotation kubewarden/resources is missing or empty".to_owned());
     }
 }

@@ -354,12 +354,12 @@ fn report(
         layout.refs.display()
     );
     println!(
-        "policy-server: {pulled}/{n} modules pulled from the registry (ready after {}), \
+        "policy-server: {pulled}/{n} modules pulled from the registry ({}), \
          {answered}/{n} cases answered as expected ({lookups} lookups served by the fake API \
          server), {:.1} s",
         timings.ready.map_or_else(
-            || "never".to_owned(),
-            |d| format!("{:.1} s", d.as_secs_f64())
+            || "never ready".to_owned(),
+            |d| format!("ready after {:.1} s", d.as_secs_f64())
         ),
         timings.server.as_secs_f64()
     );
