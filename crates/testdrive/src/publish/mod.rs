@@ -1,18 +1,18 @@
 //! `testdrive publish-local`: the release rehearsed on this machine against a real OCI
 //! registry, with the same script the release workflow runs (`.github/scripts/release.sh`).
 //!
-//! 1. a local registry (Debian's `docker-registry`) on a free loopback port ([`registry`]);
+//! 1. a local registry (Debian's `docker-registry`) on a free loopback port (`registry`);
 //! 2. every annotated module pushed to it by `release.sh push`
 //!    (`registry://127.0.0.1:<port>/tenancy-policies/<policy>:v<version>`), which reads the
-//!    immutable reference from kwctl's JSON output ([`release`]);
+//!    immutable reference from kwctl's JSON output (`release`);
 //! 3. the real policy-server started on every module by that immutable reference, pulling
 //!    them all from the registry, and one declarative case per policy sent to it: the answer
-//!    must meet the case's expectations and be testdrive's ([`server`]);
+//!    must meet the case's expectations and be testdrive's (`server`);
 //! 4. `release.sh artifacthub` for every policy and all `release.sh artifacthub-push` at
 //!    once into one local bare repository; the branch read back and every package checked
-//!    against its policy's metadata ([`branch`], [`crate::artifacthub`]);
+//!    against its policy's metadata (`branch`, [`crate::artifacthub`]);
 //! 5. every README's `kwctl scaffold manifest` command run against the local registry, the
-//!    manifests written to `<work>/scaffold/<policy>.yaml` ([`scaffold`]).
+//!    manifests written to `<work>/scaffold/<policy>.yaml` (`scaffold`).
 //!
 //! Every problem is collected per policy; the run ends with
 //! `publish-local: N pushed, N pulled by policy-server, N/N answered as expected`.
@@ -71,6 +71,7 @@ struct Entry {
     policy: String,
     /// Its metadata version.
     version: String,
+    /// Its metadata (the Artifact Hub package is checked against it).
     metadata: Metadata,
     /// Its modules and policy-server binding.
     binding: PolicyBinding,
@@ -93,6 +94,8 @@ struct Entry {
 }
 
 impl Entry {
+    /// The policy of `dir`, nothing done yet; an error when a module or the metadata version
+    /// is missing.
     fn load(dir: &Path, options: &PublishOptions) -> Result<Self> {
         let binding = PolicyBinding::load(dir, &options.wasm_dir, &options.annotated_dir)?;
         let metadata = policy_metadata(dir)?
