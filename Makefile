@@ -6,6 +6,9 @@
 #               then through the real kwctl (make e2e) when kwctl is found
 #   make e2e    every declarative case through the real kwctl ($(KWCTL), else kwctl on PATH)
 #   make bench-server  throughput of the bench scenarios in the real policy-server (not in make test)
+#   make publish-local the release rehearsed against a local OCI registry (part of make e2e): every
+#               annotated module pushed by .github/scripts/release.sh, pulled and run by the real
+#               policy-server, the Artifact Hub branch pushed concurrently, the README install commands
 #   make fuzz   every policy's cargo-fuzz targets, FUZZ_SECONDS each (nightly; not in `make test`)
 
 SHELL := /bin/bash
@@ -17,9 +20,10 @@ TESTDRIVE := $(TARGET_DIR)/host/testdrive
 CAPSULE_BINDINGS := $(TARGET_DIR)/host/capsule-bindings
 POLICIES := $(notdir $(wildcard policies/*-policy))
 POLICY_PKGS := $(foreach p,$(POLICIES),-p $(p))
-# The real Kubewarden tools: KWCTL for make e2e, POLICY_SERVER for make bench-server.
+# The real Kubewarden tools: KWCTL for make e2e, POLICY_SERVER for make bench-server and
+# make publish-local (policy-server on PATH, else the one beside $(KWCTL)).
 KWCTL ?= $(shell command -v kwctl 2> /dev/null)
-POLICY_SERVER ?= $(shell command -v policy-server 2> /dev/null)
+POLICY_SERVER ?= $(or $(shell command -v policy-server 2> /dev/null),$(if $(KWCTL),$(wildcard $(dir $(KWCTL))policy-server)))
 SEED_SETTINGS := test_data/pod-toleration-policy/settings/seed.yaml
 SEED_REQUESTS := test_data/pod-toleration-policy/requests
 CAPSULE_DATA := test_data/capsule-bindings
@@ -28,7 +32,7 @@ SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,pod.json pod-image-gcr.j
   pvc-no-class.json service-node-port.json ingress-host-bank.json gateway-no-class.json \
   claim-gpu-secret.json pod-oil-dev.json)
 
-.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server fuzz clean
+.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local fuzz clean
 
 run: setup policies testdrive
 	@echo "== seed example: bob (not in tenantA-users) tolerates dedicated=tenantA =="
@@ -106,12 +110,13 @@ check: policies testdrive
 
 # Every declarative case through the real kwctl: kwctl annotate (no warning allowed), kwctl
 # scaffold artifacthub, then kwctl run per case (replay sessions; `cluster:` objects recorded
-# into one), judged like `check` and compared with testdrive's answer. Its last line is
-# "N passed, N failed".
+# into one), judged like `check` and compared with testdrive's answer; its line
+# "N passed, N failed". Then make publish-local (it needs policy-server too).
 e2e: policies testdrive
 	@test -n "$(KWCTL)" || { echo "make e2e needs kwctl: set KWCTL=/path/to/kwctl or put kwctl on PATH"; exit 1; }
 	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR) --kwctl $(KWCTL) --work-dir $(TARGET_DIR)/e2e-capsule-bindings
 	$(TESTDRIVE) e2e --kwctl $(KWCTL) --wasm-dir $(WASM_DIR) --work-dir $(TARGET_DIR)/e2e
+	$(MAKE) --no-print-directory publish-local
 
 e2e-if-kwctl:
 	@if [ -n "$(KWCTL)" ]; then $(MAKE) --no-print-directory e2e; \
@@ -159,6 +164,31 @@ bench-server: annotate
 	$(TESTDRIVE) bench-server --policy-server $(POLICY_SERVER) --anchors-dir $(KUBEWARDEN_ANCHORS) \
 	  --wasm-dir $(WASM_DIR) --annotated-dir $(TARGET_DIR)/annotated --work-dir $(TARGET_DIR)/bench-server \
 	  --seconds $(BENCH_SECONDS)
+
+# The release rehearsed on this machine (testdrive publish-local): a local OCI registry
+# (Debian's docker-registry, installed with jq when missing) on a free loopback port, its
+# storage wiped, stopped at the end whatever happens (testdrive owns the process); every
+# annotated module pushed by .github/scripts/release.sh push (the workflow's script, so the
+# reading of kwctl's JSON output is tested) to registry://127.0.0.1:<port>/tenancy-policies/
+# <policy>:v<version>; the real policy-server started on all of them by immutable reference
+# (the registry insecure through a sources file, lookups answered by testdrive's fake API
+# server), one declarative case per policy sent to it and judged by the case and against
+# testdrive; release.sh artifacthub for every policy and all release.sh artifacthub-push at
+# once into one local bare repository (the retry loop exercised), every package on the branch
+# checked against its metadata; every README's kwctl scaffold manifest command run against
+# the local registry into $(PUBLISH_DIR)/scaffold/<policy>.yaml. Its last line is
+# "publish-local: N pushed, N pulled by policy-server, N/N answered as expected".
+PUBLISH_DIR := $(TARGET_DIR)/publish-local
+publish-local: annotate
+	@test -n "$(KWCTL)" || { echo "make publish-local needs kwctl: set KWCTL=/path/to/kwctl or put kwctl on PATH"; exit 1; }
+	@test -n "$(POLICY_SERVER)" || { echo "make publish-local needs policy-server: set POLICY_SERVER=/path/to/policy-server, put it on PATH or beside $(KWCTL)"; exit 1; }
+	@missing=""; for tool in docker-registry jq; do command -v $$tool > /dev/null || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get install -y $$missing || { $$sudo apt-get update && $$sudo apt-get install -y $$missing; }; fi
+	$(TESTDRIVE) publish-local --kwctl $(KWCTL) --policy-server $(POLICY_SERVER) --wasm-dir $(WASM_DIR) \
+	  --annotated-dir $(TARGET_DIR)/annotated --work-dir $(PUBLISH_DIR)
+	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) $(if $(KUBEWARDEN_CRDS),--crds $(KUBEWARDEN_CRDS)) \
+	  --generated $(PUBLISH_DIR)/scaffold
 
 # Fuzzing (cargo-fuzz on nightly, native, address sanitizer by default): per policy
 # `<short>_validate` (validate payloads, against an empty and a failing cluster) and

@@ -20,7 +20,7 @@
 #   release.sh artifacthub-push <pkg-dir> <git-remote> <message>
 #       Commits the files of <pkg-dir> onto the remote's `artifacthub` branch (created when
 #       absent) and pushes; a push refused because another release moved the branch is
-#       rebased and retried, up to $RELEASE_PUSH_ATTEMPTS (5) times.
+#       rebased and retried after a random, growing wait, up to $RELEASE_PUSH_ATTEMPTS (8) times.
 #
 # KWCTL names kwctl (default: kwctl on PATH).
 set -euo pipefail
@@ -196,11 +196,13 @@ cmd_artifacthub_push() {
     return 0
   fi
   git -C "$work" commit -q -m "$message"
-  local attempt=1 attempts="${RELEASE_PUSH_ATTEMPTS:-5}"
+  local attempt=1 attempts="${RELEASE_PUSH_ATTEMPTS:-8}" ms
   until git -C "$work" push -q origin HEAD:refs/heads/artifacthub 2> "$work/.push-error"; do
     [ "$attempt" -lt "$attempts" ] || die "artifacthub-push: refused $attempts times: $(cat "$work/.push-error")"
     echo "artifacthub-push: attempt $attempt refused (the branch moved); rebasing and retrying" >&2
-    sleep "$attempt"
+    # a random wait, doubling its range per attempt, so that racing pushers fall out of step
+    ms=$((RANDOM % (1000 << attempt) + 1))
+    sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
     git -C "$work" fetch -q origin artifacthub
     git -C "$work" rebase -q FETCH_HEAD \
       || die "artifacthub-push: cannot rebase onto the moved branch: $(git -C "$work" status --short)"

@@ -518,15 +518,23 @@ fn kwctl_evaluation(stdout: &[u8]) -> std::result::Result<Evaluation, String> {
             first_lines(&String::from_utf8_lossy(stdout))
         )
     })?;
+    response_evaluation(response, "kwctl")
+}
+
+/// A real host's AdmissionResponse (from `host`, for messages) with its patch decoded.
+pub(crate) fn response_evaluation(
+    response: AdmissionResponse,
+    host: &str,
+) -> std::result::Result<Evaluation, String> {
     let patch = match &response.patch {
         None => None,
         Some(encoded) => {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
-                .map_err(|e| format!("kwctl's patch is not base64: {e}"))?;
+                .map_err(|e| format!("{host}'s patch is not base64: {e}"))?;
             Some(
                 serde_json::from_slice::<Value>(&bytes)
-                    .map_err(|e| format!("kwctl's patch is not JSON: {e}"))?,
+                    .map_err(|e| format!("{host}'s patch is not JSON: {e}"))?,
             )
         }
     };
@@ -540,6 +548,16 @@ fn kwctl_evaluation(stdout: &[u8]) -> std::result::Result<Evaluation, String> {
 
 /// How kwctl's answer differs from testdrive's, if it does.
 pub fn disagreement(kwctl: &Evaluation, testdrive: &Evaluation) -> Option<String> {
+    host_disagreement("kwctl", kwctl, testdrive)
+}
+
+/// How the answer of the real `host` (kwctl, policy-server) differs from testdrive's, if it
+/// does: verdict, code, message, patch and warnings.
+pub(crate) fn host_disagreement(
+    host: &str,
+    theirs: &Evaluation,
+    testdrive: &Evaluation,
+) -> Option<String> {
     let view = |e: &Evaluation| {
         json!({
             "allowed": e.response.allowed,
@@ -549,10 +567,11 @@ pub fn disagreement(kwctl: &Evaluation, testdrive: &Evaluation) -> Option<String
             "warnings": e.response.warnings.clone().unwrap_or_default(),
         })
     };
-    let (k, t) = (view(kwctl), view(testdrive));
+    let (k, t) = (view(theirs), view(testdrive));
     (k != t).then(|| {
         format!(
-            "kwctl and testdrive disagree:\n      kwctl:     {}\n      testdrive: {}",
+            "{host} and testdrive disagree:\n      {:<10} {}\n      testdrive: {}",
+            format!("{host}:"),
             compact(&k),
             compact(&t)
         )
@@ -560,7 +579,7 @@ pub fn disagreement(kwctl: &Evaluation, testdrive: &Evaluation) -> Option<String
 }
 
 /// Text without ANSI colour sequences.
-fn plain_text(bytes: &[u8]) -> String {
+pub(crate) fn plain_text(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
@@ -580,7 +599,7 @@ fn plain_text(bytes: &[u8]) -> String {
 
 /// The lines of kwctl's diagnostics worth showing: not its Sigstore trust-root warning
 /// (no network for it here) nor the backtraces.
-fn first_lines(text: &str) -> String {
+pub(crate) fn first_lines(text: &str) -> String {
     let useful: Vec<&str> = text
         .lines()
         .map(str::trim)

@@ -49,3 +49,23 @@ pub(crate) fn http_get(port: u16, path: &str) -> Result<(u16, Vec<u8>)> {
     let head = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
     http_exchange(port, head, b"")
 }
+
+/// A loopback port free now, with the next one free too when `pair` (policy-server listens
+/// on a port and answers readiness on the next one). Another process may take it before it
+/// is used: good enough for tests on one machine.
+pub(crate) fn free_port(pair: bool) -> Result<u16> {
+    let bind = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port));
+    for _ in 0..64 {
+        let first = bind(0).map_err(|e| Error::Invalid(format!("no free loopback port: {e}")))?;
+        let port = first
+            .local_addr()
+            .map_err(|e| Error::Invalid(format!("no free loopback port: {e}")))?
+            .port();
+        if !pair || port.checked_add(1).is_some_and(|next| bind(next).is_ok()) {
+            return Ok(port);
+        }
+    }
+    Err(Error::Invalid(
+        "no two free consecutive loopback ports".into(),
+    ))
+}

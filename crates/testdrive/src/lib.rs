@@ -22,12 +22,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The CLI (`testdrive run|check|bench|annotate|record|seeds`) is a thin layer
+//! The CLI (`testdrive run|check|bench|annotate|record|seeds|e2e|bench-server|publish-local`)
+//! is a thin layer
 //! over this library.
 
 #![deny(missing_docs)]
 
 pub mod apiserver;
+pub mod artifacthub;
 pub mod bench;
 pub mod callbacks;
 pub mod cases;
@@ -40,6 +42,7 @@ pub mod identity;
 pub mod manifests;
 pub mod metadata;
 pub mod packaging;
+pub mod publish;
 pub mod replay;
 pub mod request;
 pub mod seeds;

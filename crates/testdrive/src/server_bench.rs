@@ -166,16 +166,13 @@ fn run_batch(
                 .chain(r.anchors.iter().map(|(_, t)| t))
         })
         .map(|t| {
-            (
-                t.id.clone(),
-                json!({
-                    "module": format!("file://{}", t.module.display()),
-                    "settings": t.settings,
-                    "allowedToMutate": t.mutating,
-                    "contextAwareResources": t.context_aware,
-                    "hostCapabilities": t.host_capabilities,
-                }),
-            )
+            let binding = Binding {
+                mutating: t.mutating,
+                context_aware: &t.context_aware,
+                host_capabilities: &t.host_capabilities,
+            };
+            let module = format!("file://{}", t.module.display());
+            (t.id.clone(), binding.entry(module, &t.settings))
         })
         .collect();
     let policies_file = work_dir.join(format!("policies-{n}.yml"));
@@ -190,6 +187,7 @@ fn run_batch(
         &kubeconfig,
         work_dir,
         options.port,
+        None,
     )?;
     let mut failed = 0;
     for row in &batch.rows {
@@ -217,31 +215,56 @@ fn run_batch(
     Ok(failed)
 }
 
-/// One policy as policy-server is given it: its annotated module and what its binding says.
-struct PolicyBinding {
-    /// The policy's name.
-    policy: String,
-    /// The annotated module, absolute.
-    module: PathBuf,
+/// What a policies.yml entry says of a policy besides its module and settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Binding<'a> {
     /// `allowedToMutate`.
-    mutating: bool,
+    pub(crate) mutating: bool,
     /// `contextAwareResources`.
-    context_aware: Vec<Value>,
+    pub(crate) context_aware: &'a [Value],
     /// `hostCapabilities`.
-    host_capabilities: Vec<String>,
+    pub(crate) host_capabilities: &'a [String],
+}
+
+impl Binding<'_> {
+    /// The policies.yml entry of `module` (a `file://` or `registry://` URI) with `settings`.
+    pub(crate) fn entry(&self, module: String, settings: &Value) -> Value {
+        json!({
+            "module": module,
+            "settings": settings,
+            "allowedToMutate": self.mutating,
+            "contextAwareResources": self.context_aware,
+            "hostCapabilities": self.host_capabilities,
+        })
+    }
+}
+
+/// One policy as policy-server is given it: its annotated module and what its binding says.
+pub(crate) struct PolicyBinding {
+    /// The policy's name.
+    pub(crate) policy: String,
+    /// The annotated module, absolute.
+    pub(crate) module: PathBuf,
+    /// `allowedToMutate`.
+    pub(crate) mutating: bool,
+    /// `contextAwareResources`.
+    pub(crate) context_aware: Vec<Value>,
+    /// `hostCapabilities`.
+    pub(crate) host_capabilities: Vec<String>,
     /// The module in testdrive, which judges each scenario first.
-    host: Host,
+    pub(crate) host: Host,
 }
 
 impl PolicyBinding {
-    /// Reads the policy directory's metadata and modules (the annotated one must exist).
-    fn load(dir: &Path, options: &ServerBenchOptions) -> Result<Self> {
+    /// Reads the policy directory's metadata, its module from `wasm_dir` and its annotated
+    /// module from `annotated_dir` (which must exist).
+    pub(crate) fn load(dir: &Path, wasm_dir: &Path, annotated_dir: &Path) -> Result<Self> {
         let policy = policy_name(dir);
-        let wasm_path = options.wasm_dir.join(wasm_file_name(dir));
+        let wasm_path = wasm_dir.join(wasm_file_name(dir));
         let wasm = std::fs::read(&wasm_path).map_err(|e| Error::io(&wasm_path, e))?;
         let metadata = policy_metadata(dir)?;
-        let module = std::path::absolute(options.annotated_dir.join(format!("{policy}.wasm")))
-            .map_err(|e| Error::io(&options.annotated_dir, e))?;
+        let module = std::path::absolute(annotated_dir.join(format!("{policy}.wasm")))
+            .map_err(|e| Error::io(annotated_dir, e))?;
         if !module.is_file() {
             return Err(Error::Invalid(format!(
                 "{} is missing (make annotate)",
@@ -263,6 +286,15 @@ impl PolicyBinding {
                 .collect(),
             host: Host::load(&wasm, metadata)?,
         })
+    }
+
+    /// What policies.yml says of this policy besides its module and settings.
+    pub(crate) fn binding(&self) -> Binding<'_> {
+        Binding {
+            mutating: self.mutating,
+            context_aware: &self.context_aware,
+            host_capabilities: &self.host_capabilities,
+        }
     }
 
     /// A target of this binding: `module` with `settings`, driven with `body`.
@@ -293,7 +325,7 @@ fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Res
     if !bench_file.is_file() {
         return Ok(Vec::new());
     }
-    let binding = PolicyBinding::load(dir, options)?;
+    let binding = PolicyBinding::load(dir, &options.wasm_dir, &options.annotated_dir)?;
     let mut rows = Vec::new();
     for (n, bench) in load_bench_file(&bench_file)?.into_iter().enumerate() {
         if let Some(row) = scenario_row(&binding, n, &bench, work_dir, options)? {
@@ -304,7 +336,12 @@ fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Res
 }
 
 /// Writes `request` as the AdmissionReview body `<id><suffix>.json`.
-fn write_review(work_dir: &Path, id: &str, suffix: &str, request: &Value) -> Result<PathBuf> {
+pub(crate) fn write_review(
+    work_dir: &Path,
+    id: &str,
+    suffix: &str,
+    request: &Value,
+) -> Result<PathBuf> {
     let path = work_dir.join(format!("{id}{suffix}.json"));
     let review = json!({
         "apiVersion": "admission.k8s.io/v1",
@@ -389,23 +426,32 @@ fn scenario_row(
 }
 
 /// A running policy-server, stopped on drop.
-struct PolicyServer {
+pub(crate) struct PolicyServer {
     child: Child,
 }
 
 impl PolicyServer {
-    fn start(
+    /// Starts `binary` on `policies` (its log beside them, `<policies>.log`), listening on
+    /// `port` and answering readiness on the next one, its lookups sent to the cluster of
+    /// `kubeconfig`, its downloads and Sigstore cache in `work_dir`, and `sources` (insecure
+    /// registries, ...) when given; returns once it is ready.
+    pub(crate) fn start(
         binary: &Path,
         policies: &Path,
         kubeconfig: &Path,
         work_dir: &Path,
         port: u16,
+        sources: Option<&Path>,
     ) -> Result<Self> {
         let log_path = policies.with_extension("log");
         let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
         let err = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
         let readiness = port + 1;
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        if let Some(sources) = sources {
+            command.arg("--sources-path").arg(sources);
+        }
+        let child = command
             .arg("--policies")
             .arg(policies)
             .args(["--addr", "127.0.0.1", "--port", &port.to_string()])
@@ -442,7 +488,8 @@ impl PolicyServer {
         }
     }
 
-    fn stop(&mut self) {
+    /// Stops the server (kill, then wait).
+    pub(crate) fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

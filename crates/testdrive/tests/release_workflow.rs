@@ -128,11 +128,20 @@ fn the_workflow_runs_the_release_script_and_serialises_the_artifacthub_branch() 
     let ah = &wf["jobs"]["artifacthub"];
     assert_eq!(ah["concurrency"]["group"], "artifacthub-branch");
     assert_eq!(ah["concurrency"]["cancel-in-progress"], false);
+    // make publish-local runs testdrive publish-local, whose release steps are that script's
     let makefile = std::fs::read_to_string(root().join("Makefile")).expect("Makefile");
-    assert!(
-        makefile.contains(".github/scripts/release.sh push"),
-        "make publish-local must push through the workflow's script"
-    );
+    assert!(makefile.contains("$(TESTDRIVE) publish-local"));
+    let cli = std::fs::read_to_string(root().join("crates/testdrive/src/bin/testdrive/cli.rs"))
+        .expect("cli.rs");
+    assert!(cli.contains("default_value = \".github/scripts/release.sh\""));
+    let release = std::fs::read_to_string(root().join("crates/testdrive/src/publish/release.rs"))
+        .expect("release.rs");
+    for subcommand in ["\"push\"", "\"artifacthub\"", "\"artifacthub-push\""] {
+        assert!(
+            release.contains(subcommand),
+            "publish-local never runs release.sh {subcommand}"
+        );
+    }
 }
 
 #[test]

@@ -75,7 +75,8 @@ pub fn policy_metadata(policy_dir: &Path) -> Result<Option<Metadata>> {
 
 /// Why a policy would not package as Kubewarden's tools expect: its metadata
 /// ([`Metadata::packaging_problems`]), host capabilities that differ from the ones the module
-/// can call (what `kwctl annotate` warns about), or no `questions-ui.yml` for Artifact Hub.
+/// can call (what `kwctl annotate` warns about), or no `questions-ui.yml` for Artifact Hub (or
+/// one that is not YAML with a `questions` list).
 pub fn packaging_problems(
     policy_dir: &Path,
     policy: &str,
@@ -104,7 +105,14 @@ pub fn packaging_problems(
     }
     let questions = policy_dir.join("questions-ui.yml");
     match std::fs::read_to_string(&questions) {
-        Ok(text) if !text.trim().is_empty() => {}
+        Ok(text) if !text.trim().is_empty() => {
+            if let Some(why) = crate::artifacthub::questions_problem(&text) {
+                out.push(format!(
+                    "{}: {why} (Artifact Hub and the Rancher UI read it)",
+                    questions.display()
+                ));
+            }
+        }
         _ => out.push(format!(
             "{} is missing or empty (kwctl scaffold artifacthub refuses an empty one)",
             questions.display()

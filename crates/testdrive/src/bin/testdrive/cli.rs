@@ -43,6 +43,39 @@ pub(crate) enum Command {
     /// Compare the values derived from .github/publishing.env with the repository's
     /// (metadata, artifacthub-repo.yml, README module references); `--write` rewrites them.
     Identity(IdentityArgs),
+    /// The release rehearsed against a local OCI registry: release.sh push, the modules pulled
+    /// and run by the real policy-server, the Artifact Hub branch, the README install commands.
+    PublishLocal(PublishLocalArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct PublishLocalArgs {
+    /// Policy directories (default: every directory under ./policies).
+    pub(crate) dirs: Vec<PathBuf>,
+    /// The kwctl binary (release.sh and the README commands run it).
+    #[arg(long)]
+    pub(crate) kwctl: PathBuf,
+    /// The policy-server binary.
+    #[arg(long)]
+    pub(crate) policy_server: PathBuf,
+    /// The OCI registry binary, run as `<registry> serve <config.yml>`.
+    #[arg(long, default_value = "docker-registry")]
+    pub(crate) registry: PathBuf,
+    /// The release script.
+    #[arg(long, default_value = ".github/scripts/release.sh")]
+    pub(crate) release_script: PathBuf,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Where the annotated modules are (make annotate).
+    #[arg(long, default_value = "target/annotated")]
+    pub(crate) annotated_dir: PathBuf,
+    /// Where the registry, policy-server, Artifact Hub branch and manifests go.
+    #[arg(long, default_value = "target/publish-local")]
+    pub(crate) work_dir: PathBuf,
+    /// RELEASE_PUSH_ATTEMPTS of the concurrent Artifact Hub pushes (default: one per policy).
+    #[arg(long)]
+    pub(crate) push_attempts: Option<u32>,
 }
 
 #[derive(Args)]

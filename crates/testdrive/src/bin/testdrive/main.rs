@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::BenchServer(a) => bench::bench_server(a),
         Command::Manifests(a) => policies::manifests(a),
         Command::Identity(a) => policies::identity(a),
+        Command::PublishLocal(a) => policies::publish_local(a),
     };
     match result {
         Ok(code) => code,

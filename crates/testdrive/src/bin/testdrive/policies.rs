@@ -1,4 +1,4 @@
-//! Commands over policy directories: `check`, `e2e`, `seeds`.
+//! Commands over policy directories: `check`, `shapes`, `e2e`, `seeds`, `publish-local`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use testdrive::cases::{CheckOptions, check_policy};
 use testdrive::error::{Error, Result};
 
-use crate::cli::{CheckArgs, E2eArgs, IdentityArgs, ManifestsArgs, SeedsArgs, ShapesArgs};
+use crate::cli::{
+    CheckArgs, E2eArgs, IdentityArgs, ManifestsArgs, PublishLocalArgs, SeedsArgs, ShapesArgs,
+};
 
 pub(crate) fn policy_dirs(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
     if !dirs.is_empty() {
@@ -227,6 +229,26 @@ pub(crate) fn identity(a: IdentityArgs) -> Result<ExitCode> {
         testdrive::identity::IDENTITY_FILE
     );
     Ok(if drifted.is_empty() || a.write {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `testdrive publish-local`: the release rehearsed against a local OCI registry.
+pub(crate) fn publish_local(a: PublishLocalArgs) -> Result<ExitCode> {
+    let options = testdrive::publish::PublishOptions {
+        kwctl: a.kwctl,
+        policy_server: a.policy_server,
+        registry: a.registry,
+        release_script: a.release_script,
+        wasm_dir: a.wasm_dir,
+        annotated_dir: a.annotated_dir,
+        work_dir: a.work_dir,
+        push_attempts: a.push_attempts,
+    };
+    let passed = testdrive::publish::run(&policy_dirs(a.dirs)?, &options)?;
+    Ok(if passed {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
