@@ -100,8 +100,10 @@ check: policies testdrive
 	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR)
 	@rm -rf $(TARGET_DIR)/manifests/capsule && mkdir -p $(TARGET_DIR)/manifests/capsule
 	@for t in $(CAPSULE_DATA)/tenants/*.yaml; do \
-	  $(CAPSULE_BINDINGS) convert $$t --registry ghcr.io/acme --wasm-dir $(WASM_DIR) \
-	    --output $(TARGET_DIR)/manifests/capsule/$$(basename $$t) 2> /dev/null || exit 1; \
+	  if $(CAPSULE_BINDINGS) convert $$t --registry ghcr.io/acme --wasm-dir $(WASM_DIR) \
+	    --output $(TARGET_DIR)/manifests/capsule/$$(basename $$t) 2> /dev/null; \
+	  then case $$t in */invalid-*) echo "capsule-bindings converted $$t, which it must refuse"; exit 1;; esac; \
+	  else case $$t in */invalid-*) ;; *) echo "capsule-bindings cannot convert $$t"; exit 1;; esac; fi; \
 	done
 	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) $(if $(KUBEWARDEN_CRDS),--crds $(KUBEWARDEN_CRDS)) \
 	  --generated $(TARGET_DIR)/manifests/capsule
