@@ -269,3 +269,113 @@ fn tempdir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("tempdir");
     dir
 }
+
+/// A fake kwctl release: the zip (a script printing its version, and a bundle) under a
+/// `github.com/<repo>/releases/download/<version>/` tree, GitHub's release record of its
+/// digest, a pin file and a cosign that logs its arguments and answers `cosign_ok`.
+struct FakeRelease {
+    dir: PathBuf,
+    digest: String,
+}
+
+impl FakeRelease {
+    fn new(name: &str) -> FakeRelease {
+        let dir = tempdir(name);
+        let assets = dir.join("github.com/kubewarden/adm-controller/releases/download/v9.9.9");
+        std::fs::create_dir_all(&assets).unwrap();
+        let zip = assets.join("kwctl-linux-x86_64.zip");
+        let made = Command::new("python3")
+            .args(["-c", "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1], 'w')\nz.writestr(zipfile.ZipInfo('kwctl-linux-x86_64'), '#!/bin/sh\\necho kwctl 9.9.9\\n')\nz.writestr('kwctl-linux-x86_64.bundle.sigstore', '{}')\nz.close()"])
+            .arg(&zip)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let sum = Command::new("sha256sum").arg(&zip).output().unwrap();
+        let digest = text(&sum.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_owned();
+        FakeRelease { dir, digest }
+    }
+
+    /// Runs install-kwctl.sh with `pin` as KWCTL_SHA256 and `recorded` as GitHub's digest.
+    fn install(&self, pin: &str, recorded: &str, cosign_ok: bool) -> (Output, PathBuf) {
+        let tools = self.dir.join("tools.env");
+        std::fs::write(
+            &tools,
+            format!(
+                "KWCTL_VERSION=v9.9.9\nKWCTL_RELEASES=file://{}/github.com/kubewarden/adm-controller/releases/download\nKWCTL_SHA256={pin}\n",
+                self.dir.display()
+            ),
+        )
+        .unwrap();
+        let tags = self
+            .dir
+            .join("api/repos/kubewarden/adm-controller/releases/tags");
+        std::fs::create_dir_all(&tags).unwrap();
+        std::fs::write(
+            tags.join("v9.9.9"),
+            format!("{{\"assets\": [{{\"name\": \"kwctl-linux-x86_64.zip\", \"digest\": \"{recorded}\"}}]}}"),
+        )
+        .unwrap();
+        let cosign = self.dir.join("cosign");
+        std::fs::write(
+            &cosign,
+            format!(
+                "#!/bin/sh\necho \"$@\" > {}/cosign.args\nexit {}\n",
+                self.dir.display(),
+                if cosign_ok { 0 } else { 1 }
+            ),
+        )
+        .unwrap();
+        Command::new("chmod")
+            .arg("+x")
+            .arg(&cosign)
+            .status()
+            .unwrap();
+        let target = self.dir.join("bin");
+        let _ = std::fs::remove_dir_all(&target);
+        let out = Command::new("bash")
+            .arg(root().join(".github/scripts/install-kwctl.sh"))
+            .arg(&target)
+            .env("TOOLS_ENV", &tools)
+            .env("GITHUB_API", format!("file://{}/api", self.dir.display()))
+            .env("COSIGN", &cosign)
+            .output()
+            .unwrap();
+        (out, target.join("kwctl"))
+    }
+}
+
+#[test]
+fn kwctl_is_installed_only_when_its_digest_and_signature_check() {
+    let release = FakeRelease::new("kwctl");
+    let digest = release.digest.clone();
+    // not pinned: GitHub's record of the asset decides, then the Sigstore bundle
+    let (out, kwctl) = release.install("", &format!("sha256:{digest}"), true);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("kwctl 9.9.9"));
+    assert!(text(&out.stdout).contains(&format!("pin KWCTL_SHA256={digest}")));
+    assert!(kwctl.is_file());
+    let args = std::fs::read_to_string(release.dir.join("cosign.args")).unwrap();
+    assert!(args.contains(
+        "--certificate-identity=https://github.com/kubewarden/adm-controller/.github/workflows/build-kwctl.yml@refs/tags/v9.9.9"
+    ));
+    let (out, kwctl) = release.install("", &format!("sha256:{}", "0".repeat(64)), true);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("the release records"));
+    assert!(!kwctl.exists());
+    // pinned: the pin decides
+    let (out, kwctl) = release.install(&digest, "", true);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(kwctl.is_file());
+    let (out, kwctl) = release.install(&"f".repeat(64), &format!("sha256:{digest}"), true);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("pins ffff"));
+    assert!(!kwctl.exists());
+    // a bundle cosign does not verify installs nothing
+    let (out, kwctl) = release.install(&digest, "", false);
+    assert!(!out.status.success());
+    assert!(!kwctl.exists());
+}
