@@ -13,6 +13,7 @@ use super::extract::Written;
 use super::openapi::{KindSchema, validate};
 use crate::host::Host;
 use crate::metadata::Metadata;
+use policy_core::labels::is_dns_subdomain;
 
 /// What the checks know of one policy of the bundle.
 pub struct Policy {
@@ -354,20 +355,6 @@ fn object_meta(meta: Option<&Value>) -> Vec<String> {
         }
     }
     out
-}
-
-/// A DNS-1123 subdomain, as object names must be.
-fn is_dns_subdomain(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && label.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        })
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::artifacthub::{VERSION_ANNOTATION, metadata_version};
 use crate::cases::{policy_metadata, wasm_file_name};
 use crate::error::{Error, Result, read_text};
 use crate::host::Host;
@@ -148,11 +149,9 @@ fn load_policies(root: &Path, wasm_dir: &Path) -> Result<BTreeMap<String, Policy
         let dir = root.join("policies").join(&name);
         let metadata = policy_metadata(&dir)?
             .ok_or_else(|| Error::Invalid(format!("{}: no metadata.yml", dir.display())))?;
-        let version = metadata
-            .annotations
-            .get("io.kubewarden.policy.version")
-            .cloned()
-            .ok_or_else(|| Error::Invalid(format!("{name}: no io.kubewarden.policy.version")))?;
+        let version = metadata_version(&metadata)
+            .map(str::to_owned)
+            .ok_or_else(|| Error::Invalid(format!("{name}: no {VERSION_ANNOTATION}")))?;
         let wasm_path = wasm_dir.join(wasm_file_name(&dir));
         let wasm = std::fs::read(&wasm_path).map_err(|e| Error::io(&wasm_path, e))?;
         let host = Host::load(&wasm, Some(metadata.clone()))?;
