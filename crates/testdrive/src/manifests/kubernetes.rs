@@ -121,7 +121,8 @@ fn object_problem(object: &Value) -> Option<Option<String>> {
     Some(verdict)
 }
 
-/// Decodes `object` as `T` and encodes it back: the first field that differs, if any.
+/// Decodes `object` as `T` and encodes it back: the first field that differs, if any (a
+/// field the type drops is unknown; one the type adds is a required field left out).
 fn round_trip<T: DeserializeOwned + Serialize>(object: &Value) -> Option<String> {
     let typed: T = match serde_json::from_value(object.clone()) {
         Ok(t) => t,
@@ -133,6 +134,10 @@ fn round_trip<T: DeserializeOwned + Serialize>(object: &Value) -> Option<String>
     };
     first_difference(object, &back, "")
         .map(|path| format!("{path}: not a field of its kind (misspelled or unknown)"))
+        .or_else(|| {
+            first_difference(&back, object, "")
+                .map(|path| format!("{path}: missing (its kind requires it)"))
+        })
 }
 
 /// The path of the first value of `written` the typed copy does not keep.
