@@ -4,7 +4,8 @@
 #               seed's Capsule solar Tenant and show Alice's requests through its bindings
 #   make test   fmt, clippy, unit tests, all wasm built, every declarative case through the wasm,
 #               then through the real kwctl (make e2e) when kwctl is found
-#   make e2e    every declarative case through the real kwctl ($(KWCTL), else kwctl on PATH)
+#   make e2e    every declarative case through the real kwctl ($(KWCTL), else kwctl on PATH), and
+#               every audit file through the real policy-server's /audit/<id>
 #   make bench-server  throughput of the bench scenarios in the real policy-server (not in make test)
 #   make publish-local the release rehearsed against a local OCI registry (part of make e2e): every
 #               annotated module pushed by .github/scripts/release.sh, pulled and run by the real
@@ -102,7 +103,9 @@ KUBEWARDEN_CRDS ?= $(firstword $(wildcard $(dir $(KWCTL))../crds))
 # values derived from .github/publishing.env; then every declarative case of every policy,
 # through the built wasm (after `testdrive shapes`:
 # every lookup answer of every case served again with one field of the wrong shape, which
-# must leave the verdict as it was or end as a failed lookup). Its last line is
+# must leave the verdict as it was or end as a failed lookup, and `testdrive audit`: every
+# object of every test_data/<policy>/audit.yaml sent as Kubewarden's audit scanner sends it,
+# reported as the file expects; docs/semantics.md#audit). Its last line is
 # "N passed, N failed".
 check: policies testdrive
 	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR)
@@ -127,17 +130,24 @@ check: policies testdrive
 	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) $(if $(KUBEWARDEN_CRDS),--crds $(KUBEWARDEN_CRDS)) \
 	  --generated $(TARGET_DIR)/manifests/capsule --generated $(TARGET_DIR)/manifests/install
 	$(TESTDRIVE) shapes --wasm-dir $(WASM_DIR)
+	$(TESTDRIVE) audit --wasm-dir $(WASM_DIR)
 	$(TESTDRIVE) check --wasm-dir $(WASM_DIR)
 
 # Every declarative case through the real kwctl: kwctl annotate (no warning allowed), kwctl
 # scaffold artifacthub, then kwctl run per case (replay sessions; `cluster:` objects recorded
 # into one), judged like `check` and compared with testdrive's answer; its line
-# "N passed, N failed". Then make publish-local (it needs policy-server too).
+# "N passed, N failed". Then make publish-local (it needs policy-server too), and every audit
+# file through the real policy-server's /audit/<id> (annotated modules, lookups answered by
+# testdrive's fake API server), whose reports must be the expected ones and testdrive's; its
+# last line "audit: N objects of N policies, N pass, N fail, as expected through testdrive
+# and policy-server".
 e2e: policies testdrive
 	@test -n "$(KWCTL)" || { echo "make e2e needs kwctl: set KWCTL=/path/to/kwctl or put kwctl on PATH"; exit 1; }
 	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR) --kwctl $(KWCTL) --work-dir $(TARGET_DIR)/e2e-capsule-bindings
 	$(TESTDRIVE) e2e --kwctl $(KWCTL) --wasm-dir $(WASM_DIR) --work-dir $(TARGET_DIR)/e2e
 	$(MAKE) --no-print-directory publish-local
+	$(TESTDRIVE) audit --wasm-dir $(WASM_DIR) --policy-server $(POLICY_SERVER) \
+	  --annotated-dir $(TARGET_DIR)/annotated --work-dir $(TARGET_DIR)/audit
 
 e2e-if-kwctl:
 	@if [ -n "$(KWCTL)" ]; then $(MAKE) --no-print-directory e2e; \

@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+pub mod audit;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod class;

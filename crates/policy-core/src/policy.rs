@@ -148,6 +148,20 @@ fn judge<P: Policy>(
     request.object_namespace()?;
     let mut lookups = Lookups::new(cluster);
     let verdict = P::validate(&request, settings, &mut lookups)?;
+    // An audit judges `mode: warn` as enforce and reports mutations (docs/semantics.md#audit).
+    if request.is_audit() {
+        let original = request.object.clone();
+        let object = std::mem::take(&mut request.object);
+        let response = verdict.into_response_for(Mode::Enforce, object)?;
+        return Ok(match P::mode(settings) {
+            Mode::Enforce => crate::audit::report(P::NAME, &original, response),
+            // `warn` never mutates at admission, so it reports no mutation either.
+            Mode::Warn => ValidationResponse {
+                mutated_object: None,
+                ..response
+            },
+        });
+    }
     // Edits are applied to the request's own object, which is no longer needed.
     let object = std::mem::take(&mut request.object);
     verdict.into_response_for(P::mode(settings), object)
@@ -254,6 +268,79 @@ mod tests {
         let payload =
             serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap();
         evaluate::<Demo>(&payload, &mut Objects::default())
+    }
+
+    /// `mode: warn` when `forbidden` is `x`; a violation, else a label written.
+    struct WarnOrLabel;
+
+    impl Policy for WarnOrLabel {
+        const NAME: &'static str = "label-policy";
+        type RawSettings = RawDemoSettings;
+        type Settings = DemoSettings;
+        fn mode(settings: &DemoSettings) -> Mode {
+            match settings.forbidden.as_str() {
+                "x" => Mode::Warn,
+                _ => Mode::Enforce,
+            }
+        }
+        fn validate(
+            request: &AdmissionRequest,
+            settings: &DemoSettings,
+            lookups: &mut Lookups<'_>,
+        ) -> Result<Verdict, PolicyError> {
+            let mut v = Demo::validate(request, settings, lookups)?;
+            if v.is_clean() {
+                v.edit_set(&["metadata", "labels"], "team", json!("a"));
+            }
+            Ok(v)
+        }
+    }
+
+    fn run_warn_or_label(user: Value, name: &str, forbidden: &str) -> ValidationResponse {
+        let request = json!({"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+            "userInfo": user, "object": {"metadata": {"name": name, "labels": {"app": "x"}}}});
+        let payload = json!({"request": request, "settings": {"forbidden": forbidden}});
+        evaluate::<WarnOrLabel>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::default(),
+        )
+    }
+
+    #[test]
+    fn an_audit_refuses_what_would_be_a_warning_or_a_mutation() {
+        let alice = json!({"username": "alice"});
+        // mode: warn — a warning at admission, a fail in an audit; nothing mutated in either
+        let warned = run_warn_or_label(alice.clone(), "x", "x");
+        assert!(warned.accepted);
+        assert_eq!(
+            warned.warnings,
+            Some(vec!["metadata.name: forbidden".to_owned()])
+        );
+        let audit = run_warn_or_label(json!({}), "x", "x");
+        assert!(!audit.accepted);
+        assert_eq!(
+            (audit.code, audit.message.as_deref()),
+            (Some(403), Some("metadata.name: forbidden"))
+        );
+        let audit = run_warn_or_label(json!({}), "y", "x");
+        assert!(audit.accepted && audit.mutated_object.is_none());
+        // enforce: a mutation at admission, a fail naming the field in an audit
+        assert!(run_warn_or_label(alice, "y", "z").mutated_object.is_some());
+        let audit = run_warn_or_label(json!({}), "y", "z");
+        assert!(!audit.accepted && audit.mutated_object.is_none());
+        assert_eq!(
+            audit.message.as_deref(),
+            Some(r#"metadata.labels["team"]: missing; label-policy writes "a" into new objects"#)
+        );
+        // an UPDATE without requester is no audit
+        let request = json!({"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "UPDATE",
+            "object": {"metadata": {"name": "y"}}, "oldObject": {"metadata": {"name": "y"}}});
+        let payload = json!({"request": request, "settings": {"forbidden": "z"}});
+        let r = evaluate::<WarnOrLabel>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::default(),
+        );
+        assert!(r.accepted && r.mutated_object.is_some());
     }
 
     #[test]

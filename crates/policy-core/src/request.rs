@@ -187,6 +187,28 @@ impl AdmissionRequest {
         self.object_namespace()?.ok_or_else(missing_namespace)
     }
 
+    /// Whether this is the audit scanner's request for an existing object
+    /// (`docs/semantics.md#audit`): a CREATE without `oldObject` and with an empty
+    /// `userInfo.username`, which the API server never sends (anonymous requests are
+    /// `system:anonymous`).
+    ///
+    /// ```
+    /// # use policy_core::request::AdmissionRequest;
+    /// let audit: AdmissionRequest = serde_json::from_value(serde_json::json!({
+    ///     "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+    ///     "object": {"metadata": {"name": "p"}}})).unwrap();
+    /// assert!(audit.is_audit());
+    /// let api: AdmissionRequest = serde_json::from_value(serde_json::json!({
+    ///     "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+    ///     "userInfo": {"username": "system:anonymous"}, "object": {}})).unwrap();
+    /// assert!(!api.is_audit());
+    /// ```
+    pub fn is_audit(&self) -> bool {
+        self.operation == Operation::Create
+            && self.user_info.username.is_empty()
+            && !self.has_old_object()
+    }
+
     /// Whether the request targets subresource `name`.
     pub fn is_subresource(&self, name: &str) -> bool {
         self.sub_resource.as_deref() == Some(name)

@@ -30,6 +30,7 @@
 
 pub mod apiserver;
 pub mod artifacthub;
+pub mod audit;
 pub mod bench;
 pub mod callbacks;
 pub mod cases;

@@ -136,7 +136,7 @@ mod tests {
 
     fn run(version: &str, spec: Value, settings: Value) -> ValidationResponse {
         let payload = json!({
-            "request": {"kind": {"group": GROUP, "version": version, "kind": "Gateway"}, "operation": "CREATE",
+            "request": {"kind": {"group": GROUP, "version": version, "kind": "Gateway"}, "operation": "CREATE", "userInfo": {"username": "alice"},
                 "object": {"apiVersion": format!("{GROUP}/{version}"), "kind": "Gateway", "metadata": {"name": "g"}, "spec": spec}},
             "settings": settings
         });

@@ -139,7 +139,7 @@ mod tests {
         settings: Value,
     ) -> ValidationResponse {
         let payload = json!({
-            "request": {"kind": kind, "subResource": sub, "operation": op, "namespace": "solar-dev",
+            "request": {"kind": kind, "subResource": sub, "operation": op, "userInfo": {"username": "alice"}, "namespace": "solar-dev",
                 "object": object, "oldObject": old},
             "settings": settings
         });

@@ -205,7 +205,7 @@ mod tests {
         };
         let v = version.rsplit('/').next().unwrap();
         let payload = json!({
-            "request": {"kind": {"group": group, "version": v, "kind": "Ingress"}, "operation": "CREATE",
+            "request": {"kind": {"group": group, "version": v, "kind": "Ingress"}, "operation": "CREATE", "userInfo": {"username": "alice"},
                 "namespace": "solar-prod", "object": object},
             "settings": settings
         });
@@ -279,7 +279,7 @@ mod tests {
     #[test]
     fn other_kinds_are_not_handled() {
         let payload = json!({
-            "request": {"kind": {"group": "extensions", "version": "v1", "kind": "Ingress"}, "operation": "CREATE",
+            "request": {"kind": {"group": "extensions", "version": "v1", "kind": "Ingress"}, "operation": "CREATE", "userInfo": {"username": "alice"},
                 "object": web(json!({}))},
             "settings": {}
         });

@@ -111,7 +111,7 @@ mod tests {
 
     fn run(kind: Value, object: Value, settings: Value) -> ValidationResponse {
         let payload = json!({
-            "request": {"kind": kind, "operation": "CREATE", "namespace": "solar-dev", "object": object},
+            "request": {"kind": kind, "operation": "CREATE", "userInfo": {"username": "alice"}, "namespace": "solar-dev", "object": object},
             "settings": settings
         });
         evaluate::<LimitRangePolicy>(

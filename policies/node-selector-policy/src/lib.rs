@@ -1,6 +1,6 @@
 //! node-selector-policy: Pods carry the tenant's required node selector (merged on CREATE,
 //! conflicts rejected), get default pairs with a per-namespace annotation override, and may
-//! be kept from pinning themselves to nodes with `spec.nodeName` (README rules 1–6).
+//! be kept from pinning themselves to nodes with `spec.nodeName` (README rules 1–7).
 
 pub mod settings;
 
@@ -76,8 +76,9 @@ fn required_conflicts(
     }
 }
 
-/// Rule 4: `spec.nodeName` pinning, unless the requester is a node (mirror Pods).
-/// Returns the node name when it is set and allowed.
+/// Rule 4: `spec.nodeName` pinning, unless the requester is a node (mirror Pods) or this is
+/// the audit of an existing Pod, which the scheduler placed (rule 7). Returns the node name
+/// when it is set and allowed.
 fn forbid_node_name<'a>(
     pod: &PodView<'a>,
     request: &AdmissionRequest,
@@ -87,7 +88,9 @@ fn forbid_node_name<'a>(
     let Some(node) = pod.spec.get_str("nodeName")?.filter(|n| !n.is_empty()) else {
         return Ok(None);
     };
-    if settings.forbid_node_name && !request.user_info.groups.contains("system:nodes") {
+    let scheduled = request.is_audit() && !pod.kind.is_template();
+    if settings.forbid_node_name && !scheduled && !request.user_info.groups.contains("system:nodes")
+    {
         verdict.violation(
             &pod.spec.path.field("nodeName"),
             format!("{node:?} pins the Pod to a node; spec.nodeName is not allowed here (let the scheduler place Pods)"),
@@ -268,6 +271,40 @@ mod tests {
             &serde_json::to_vec(&payload).unwrap(),
             &mut Objects::new(objects),
         )
+    }
+
+    /// README rule 7: in an audit the scheduler's nodeName is judged by its Node, not refused.
+    #[test]
+    fn an_audited_pod_is_judged_by_the_node_it_runs_on() {
+        let audit = |labels: Value| {
+            let payload = json!({
+                "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+                    "namespace": "solar-dev", "userInfo": {},
+                    "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                        "spec": {"nodeName": "worker01", "nodeSelector": {"pool": "renewable"}}}},
+                "settings": {"requiredNodeSelector": {"pool": "renewable"}, "forbidNodeName": true}
+            });
+            let node = json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "worker01", "labels": labels}});
+            evaluate::<NodeSelectorPolicy>(
+                &serde_json::to_vec(&payload).unwrap(),
+                &mut Objects::new(vec![node]),
+            )
+        };
+        assert!(audit(json!({"pool": "renewable"})).accepted);
+        let r = audit(json!({"pool": "shared"}));
+        assert!(!r.accepted);
+        assert!(
+            r.message
+                .unwrap()
+                .contains("lacks the required node selector")
+        );
+        let created = run(
+            json!({"nodeName": "worker01", "nodeSelector": {"pool": "renewable"}}),
+            json!({"requiredNodeSelector": {"pool": "renewable"}, "forbidNodeName": true}),
+            vec![],
+        );
+        assert!(created.message.unwrap().contains("pins the Pod to a node"));
     }
 
     /// Found by `make fuzz`: a DELETE is accepted before the settings are read, even settings

@@ -1,7 +1,7 @@
 //! persistent-volume-claim-policy: claims (PVCs, StatefulSet volumeClaimTemplates, ephemeral
 //! volume templates) may use only allowed StorageClasses, the tenant default replaces a
 //! missing class and the cluster default, and a claim may not bind or select another
-//! tenant's PersistentVolumes (README rules 1–10).
+//! tenant's PersistentVolumes (README rules 1–11).
 
 pub mod settings;
 
@@ -457,8 +457,16 @@ impl Claim<'_> {
     }
 
     /// README rule 7: `spec.volumeName` is judged on CREATE, and on an UPDATE setting it on
-    /// a claim not yet Bound.
+    /// a claim not yet Bound; in an audit, unless the claim is Bound (README rule 11).
     fn volume_judged(&self, name: &str) -> Result<bool, PolicyError> {
+        if self.request.is_audit() {
+            let object = self.request.object()?;
+            let phase = match object.get_object("status")? {
+                Some(s) => s.get_str("phase")?,
+                None => None,
+            };
+            return Ok(phase != Some("Bound"));
+        }
         if self.request.operation == Operation::Create {
             return Ok(true);
         }
@@ -706,16 +714,40 @@ mod tests {
     }
 
     fn run(spec: Value) -> ValidationResponse {
+        run_as(spec, json!({"username": "alice"}), json!({}))
+    }
+
+    fn run_as(spec: Value, user: Value, status: Value) -> ValidationResponse {
         let payload = json!({
             "request": {"kind": {"group": "", "version": "v1", "kind": "PersistentVolumeClaim"}, "operation": "CREATE",
-                "namespace": "solar-prod",
-                "object": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"}, "spec": spec}},
+                "namespace": "solar-prod", "userInfo": user,
+                "object": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                    "spec": spec, "status": status}},
             "settings": {"storageClasses": {"allowed": ["ceph-prod"], "default": "tenant-default"}, "volumeBinding": {}}
         });
         evaluate::<PersistentVolumeClaimPolicy>(
             &serde_json::to_vec(&payload).unwrap(),
             &mut cluster(),
         )
+    }
+
+    /// README rule 11: in an audit a Bound claim's volumeName is not judged, a Pending one is.
+    #[test]
+    fn an_audit_judges_the_volume_of_a_pending_claim_only() {
+        let spec = json!({"storageClassName": "ceph-prod", "volumeName": "pv-missing"});
+        let bound = run_as(spec.clone(), json!({}), json!({"phase": "Bound"}));
+        assert!(bound.accepted, "{:?}", bound.message);
+        let pending = run_as(spec.clone(), json!({}), json!({"phase": "Pending"}));
+        assert!(!pending.accepted);
+        let created = run_as(
+            spec,
+            json!({"username": "alice"}),
+            json!({"phase": "Bound"}),
+        );
+        assert!(
+            !created.accepted,
+            "a user's CREATE is judged whatever its status says"
+        );
     }
 
     #[test]

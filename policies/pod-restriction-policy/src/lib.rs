@@ -228,7 +228,7 @@ mod tests {
         settings: Value,
     ) -> ValidationResponse {
         let payload = json!({
-            "request": {"uid": "1", "kind": kind, "operation": operation, "namespace": "team-a",
+            "request": {"uid": "1", "kind": kind, "operation": operation, "userInfo": {"username": "alice"}, "namespace": "team-a",
                 "object": object, "oldObject": old},
             "settings": settings
         });

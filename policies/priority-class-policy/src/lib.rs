@@ -284,7 +284,7 @@ mod tests {
         let payload = json!({
             "request": {
                 "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "operation": "CREATE",
+                "operation": "CREATE", "userInfo": {"username": "alice"},
                 "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
             },
             "settings": settings
@@ -315,7 +315,7 @@ mod tests {
     fn failed_read_for_the_global_default_hint_is_a_failed_lookup() {
         let payload = |settings: Value| {
             serde_json::to_vec(&json!({
-                "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+                "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE", "userInfo": {"username": "alice"},
                     "object": {"metadata": {"name": "p"}, "spec": {"containers": [], "priorityClassName": "gd"}}},
                 "settings": settings
             }))

@@ -328,7 +328,7 @@ mod tests {
 
     fn run(spec: Value) -> ValidationResponse {
         let payload = json!({
-            "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+            "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE", "userInfo": {"username": "alice"},
                 "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}},
             "settings": {"default": "gvisor"}
         });
@@ -395,7 +395,7 @@ mod tests {
             let mut class = gvisor();
             class["scheduling"]["tolerations"] = json!(class_tolerations);
             let payload = json!({
-                "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+                "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE", "userInfo": {"username": "alice"},
                     "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
                         "containers": [],
                         // the class's first toleration with its keys in another order; an

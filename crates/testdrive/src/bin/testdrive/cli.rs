@@ -43,6 +43,9 @@ pub(crate) enum Command {
     /// Compare the values derived from .github/publishing.env with the repository's
     /// (metadata, artifacthub-repo.yml, README module references); `--write` rewrites them.
     Identity(IdentityArgs),
+    /// Every audit file: existing objects sent as the audit scanner sends them, through the
+    /// wasm and, with `--policy-server`, through its `/audit/<id>`; the expected reports.
+    Audit(AuditArgs),
     /// The release rehearsed against a local OCI registry: release.sh push, the modules pulled
     /// and run by the real policy-server, the Artifact Hub branch, the README install commands.
     PublishLocal(PublishLocalArgs),
@@ -76,6 +79,27 @@ pub(crate) struct PublishLocalArgs {
     /// RELEASE_PUSH_ATTEMPTS of the concurrent Artifact Hub pushes (default: one per policy).
     #[arg(long)]
     pub(crate) push_attempts: Option<u32>,
+}
+
+#[derive(Args)]
+pub(crate) struct AuditArgs {
+    /// Policy directories (default: every directory under ./policies).
+    pub(crate) dirs: Vec<PathBuf>,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// The policy-server binary: every object also goes through its `/audit/<id>`.
+    #[arg(long)]
+    pub(crate) policy_server: Option<PathBuf>,
+    /// Where the annotated modules are (make annotate), for policy-server.
+    #[arg(long, default_value = "target/annotated")]
+    pub(crate) annotated_dir: PathBuf,
+    /// Where policies.yml, request bodies and policy-server's logs go.
+    #[arg(long, default_value = "target/audit")]
+    pub(crate) work_dir: PathBuf,
+    /// Where the audit files are (`<test-data>/<policy>/audit.yaml`).
+    #[arg(long, default_value = "test_data")]
+    pub(crate) test_data: PathBuf,
 }
 
 #[derive(Args)]

@@ -1,4 +1,5 @@
-//! Commands over policy directories: `check`, `shapes`, `e2e`, `seeds`, `publish-local`.
+//! Commands over policy directories: `check`, `shapes`, `e2e`, `seeds`, `publish-local`,
+//! `audit`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -7,7 +8,8 @@ use testdrive::cases::{CheckOptions, check_policy};
 use testdrive::error::{Error, Result};
 
 use crate::cli::{
-    CheckArgs, E2eArgs, IdentityArgs, ManifestsArgs, PublishLocalArgs, SeedsArgs, ShapesArgs,
+    AuditArgs, CheckArgs, E2eArgs, IdentityArgs, ManifestsArgs, PublishLocalArgs, SeedsArgs,
+    ShapesArgs,
 };
 
 pub(crate) fn policy_dirs(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
@@ -258,4 +260,55 @@ pub(crate) fn publish_local(a: PublishLocalArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `testdrive audit`: a line per audited policy (its reports through testdrive and, when it
+/// ran, policy-server), every problem, and the closing line
+/// `audit: N objects of N policies, N pass, N fail, as expected through <hosts>` (or how many
+/// problems there were).
+pub(crate) fn audit(a: AuditArgs) -> Result<ExitCode> {
+    let options = testdrive::audit::AuditOptions {
+        wasm_dir: a.wasm_dir,
+        policy_server: a.policy_server,
+        annotated_dir: a.annotated_dir,
+        work_dir: a.work_dir,
+        test_data: a.test_data,
+    };
+    let (mut objects, mut policies, mut pass, mut fail, mut problems) = (0, 0, 0, 0, 0);
+    for dir in policy_dirs(a.dirs)? {
+        let Some(report) = testdrive::audit::audit_policy(&dir, &options)? else {
+            continue;
+        };
+        for p in &report.problems {
+            println!("FAIL {} › {p}", report.policy);
+        }
+        let server = match report.server {
+            Some((p, f)) => format!("; policy-server: {p} pass, {f} fail"),
+            None => String::new(),
+        };
+        println!(
+            "{}: {} objects, testdrive: {} pass, {} fail{server}",
+            report.policy, report.objects, report.pass, report.fail
+        );
+        policies += 1;
+        objects += report.objects;
+        pass += report.pass;
+        fail += report.fail;
+        problems += report.problems.len();
+    }
+    let hosts = match options.policy_server {
+        Some(_) => "testdrive and policy-server",
+        None => "testdrive",
+    };
+    if problems == 0 {
+        println!(
+            "audit: {objects} objects of {policies} policies, {pass} pass, {fail} fail, as expected through {hosts}"
+        );
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!(
+            "audit: {objects} objects of {policies} policies, {pass} pass, {fail} fail through testdrive; {problems} problems"
+        );
+        Ok(ExitCode::FAILURE)
+    }
 }
