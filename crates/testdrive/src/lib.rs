@@ -34,6 +34,7 @@ pub mod bench;
 pub mod callbacks;
 pub mod cases;
 pub mod cluster;
+pub mod controller;
 pub mod e2e;
 pub mod error;
 pub mod host;
