@@ -40,6 +40,7 @@ pub mod error;
 pub mod host;
 mod http;
 pub mod identity;
+pub mod install;
 pub mod manifests;
 pub mod metadata;
 pub mod packaging;

@@ -234,6 +234,31 @@ impl FakeApi {
         self.rbac.clone().unwrap_or_default().forbidden(access)
     }
 
+    /// The Namespace objects it serves (got, or listed).
+    pub fn namespaces(&self) -> Vec<Value> {
+        let got = self
+            .objects
+            .values()
+            .filter(|a| a.status == 200)
+            .filter_map(|a| serde_json::from_str::<Value>(&a.body).ok());
+        let listed = self.lists.values().flat_map(|l| match l {
+            Listed::Items { kind, items, .. } if kind == "Namespace" => items
+                .iter()
+                .map(|i| {
+                    let mut i = i.clone();
+                    if let Some(map) = i.as_object_mut() {
+                        map.insert("kind".into(), json!("Namespace"));
+                    }
+                    i
+                })
+                .collect(),
+            _ => Vec::new(),
+        });
+        got.chain(listed)
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Namespace"))
+            .collect()
+    }
+
     /// Whether nothing is served.
     pub fn is_empty(&self) -> bool {
         self.objects.is_empty() && self.lists.is_empty()

@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Command::Manifests(a) => policies::manifests(a),
         Command::Identity(a) => policies::identity(a),
         Command::PublishLocal(a) => policies::publish_local(a),
+        Command::InstallE2e(a) => policies::install_e2e(a),
     };
     match result {
         Ok(code) => code,
