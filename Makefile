@@ -9,6 +9,7 @@
 #   make publish-local the release rehearsed against a local OCI registry (part of make e2e): every
 #               annotated module pushed by .github/scripts/release.sh, pulled and run by the real
 #               policy-server, the Artifact Hub branch pushed concurrently, the README install commands
+#   make deploy write the install directory deploy/ (capsule-bindings install); a test checks it
 #   make fuzz   every policy's cargo-fuzz targets, FUZZ_SECONDS each (nightly; not in `make test`)
 
 SHELL := /bin/bash
@@ -32,7 +33,7 @@ SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,pod.json pod-image-gcr.j
   pvc-no-class.json service-node-port.json ingress-host-bank.json gateway-no-class.json \
   claim-gpu-secret.json pod-oil-dev.json)
 
-.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local fuzz clean
+.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local deploy fuzz clean
 
 run: setup policies testdrive
 	@echo "== seed example: bob (not in tenantA-users) tolerates dedicated=tenantA =="
@@ -83,6 +84,13 @@ policies:
 # differently and compile wasmtime a second time.
 testdrive:
 	$(CARGO) build --profile host --workspace --all-targets
+
+# The install directory (README "Installing"): capsule-bindings install writes deploy/ (the
+# PolicyServer, its ServiceAccount, the ClusterRole computed from every policy's
+# contextAwareResources, its binding, the baseline bindings, kustomization.yaml). Run it after
+# changing a policy's metadata: a unit test regenerates deploy/ and fails on any drift.
+deploy: testdrive
+	$(CAPSULE_BINDINGS) install --output deploy
 
 # Kubewarden's CRDs (OpenAPI schemas every manifest is validated against): beside $(KWCTL)
 # in ../shared/kubewarden, else none (testdrive manifests then says the schemas were not applied).

@@ -5,7 +5,8 @@ use serde_json::{Map, Value, json};
 
 use crate::catalogue::Policy;
 use crate::error::{Error, Result};
-use crate::translate::Planned;
+use crate::placement::{audit_annotations, labels};
+use crate::translate::{Options, Planned};
 
 /// Where the modules are published and which version to bind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,29 +36,40 @@ pub fn binding_name(tenant: &str, policy: &Policy) -> String {
 }
 
 /// The ClusterAdmissionPolicy binding a planned policy to the namespaces labelled
-/// `tenant_label: tenant`; `mutating`, `backgroundAudit`, `contextAwareResources` and (unless
-/// the plan narrows them) `rules` are the policy's metadata.
+/// `options.tenant_label: tenant`, placed as `options.placement` says; `mutating`,
+/// `backgroundAudit`, `contextAwareResources`, the audit annotations and (unless the plan
+/// narrows them) `rules` with the opt-in ones are the policy's metadata. It is labelled with
+/// the bundle, the component `tenant` and the tenant (`kubectl apply --prune -l`).
 pub fn manifest(
     tenant: &str,
-    tenant_label: &str,
+    options: &Options,
     planned: &Planned,
     source: &ModuleSource,
 ) -> Result<Value> {
     let policy = planned.policy;
     let metadata = policy.metadata()?;
-    let mut labels = Map::new();
-    labels.insert(tenant_label.to_owned(), json!(tenant));
+    let mut selected = Map::new();
+    selected.insert(options.tenant_label.clone(), json!(tenant));
+    let mut object_labels = labels("tenant");
+    object_labels.extend(selected.clone());
     let mut spec = Map::new();
     spec.insert("module".into(), json!(source.module(policy)));
-    spec.insert("mode".into(), json!("protect"));
+    options.placement.place(&mut spec);
     let mutating = planned.mutating.unwrap_or(metadata.mutating);
     spec.insert("mutating".into(), json!(mutating));
     spec.insert("backgroundAudit".into(), json!(metadata.background_audit));
-    let rules = planned.rules.as_ref().unwrap_or(&metadata.rules);
-    spec.insert("rules".into(), Value::Array(rules.clone()));
+    let rules = match &planned.rules {
+        Some(narrowed) => narrowed.clone(),
+        None => {
+            let mut rules = metadata.rules.clone();
+            rules.extend(policy.opt_in_rules(&options.placement.opt_in)?);
+            rules
+        }
+    };
+    spec.insert("rules".into(), Value::Array(rules));
     spec.insert(
         "namespaceSelector".into(),
-        json!({"matchLabels": Value::Object(labels.clone())}),
+        json!({"matchLabels": Value::Object(selected)}),
     );
     if !metadata.context_aware_resources.is_empty() {
         let resources: Vec<Value> = metadata
@@ -71,7 +83,11 @@ pub fn manifest(
     Ok(json!({
         "apiVersion": "policies.kubewarden.io/v1",
         "kind": "ClusterAdmissionPolicy",
-        "metadata": {"name": binding_name(tenant, policy), "labels": Value::Object(labels)},
+        "metadata": {
+            "name": binding_name(tenant, policy),
+            "labels": Value::Object(object_labels),
+            "annotations": Value::Object(audit_annotations(&metadata)),
+        },
         "spec": Value::Object(spec),
     }))
 }
@@ -248,6 +264,13 @@ mod tests {
     use super::*;
     use crate::catalogue::POLICIES;
 
+    fn opts(tenant_label: &str) -> Options {
+        Options {
+            tenant_label: tenant_label.into(),
+            ..Options::default()
+        }
+    }
+
     fn source() -> ModuleSource {
         ModuleSource {
             registry: "ghcr.io/acme/".into(),
@@ -269,7 +292,7 @@ mod tests {
         let mut planned = plan("protected-objects", json!({}));
         let narrow = json!({"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "resources": ["networkpolicies"], "operations": ["DELETE"]});
         planned.rules = Some(vec![narrow.clone()]);
-        let m = manifest("solar", "t", &planned, &source()).unwrap();
+        let m = manifest("solar", &opts("t"), &planned, &source()).unwrap();
         assert_eq!(m["spec"]["rules"], json!([narrow]));
     }
 
@@ -284,7 +307,13 @@ mod tests {
     #[test]
     fn manifests_carry_the_metadata_and_read_back() {
         let planned = plan("priority-class", json!({"allowed": ["a"]}));
-        let m = manifest("solar", "capsule.clastix.io/tenant", &planned, &source()).unwrap();
+        let m = manifest(
+            "solar",
+            &opts("capsule.clastix.io/tenant"),
+            &planned,
+            &source(),
+        )
+        .unwrap();
         assert_eq!(m["metadata"]["name"], "solar-priority-class");
         assert_eq!(
             m["spec"]["module"],
@@ -317,7 +346,7 @@ mod tests {
     fn subresources_need_their_own_rule() {
         let m = manifest(
             "solar",
-            "t",
+            &opts("t"),
             &plan("container-registry", json!({})),
             &source(),
         )
@@ -345,7 +374,7 @@ mod tests {
         let all: Vec<Value> = POLICIES
             .iter()
             .take(2)
-            .map(|p| manifest("solar", "t", &plan(p.short, json!({})), &source()).unwrap())
+            .map(|p| manifest("solar", &opts("t"), &plan(p.short, json!({})), &source()).unwrap())
             .collect();
         let text = to_yaml(&all).unwrap();
         assert_eq!(text.matches("---\n").count(), 2);

@@ -1,6 +1,9 @@
-//! The policies a Tenant translates into, with their `metadata.yml` built into the binary.
+//! The policies a Tenant translates into, and every policy of the bundle, with their
+//! `metadata.yml` (and opt-in rules, `optional-rules.yml`) built into the binary.
 
+use serde_json::Value;
 use testdrive::Metadata;
+use testdrive::metadata::{OptionalRules, optional_rules_from_yaml_str};
 
 use crate::error::{Error, Result};
 
@@ -21,6 +24,14 @@ impl Policy {
     /// The policy's metadata (rules, `mutating`, context-aware resources).
     pub fn metadata(&self) -> Result<Metadata> {
         Metadata::from_yaml_str(self.metadata_yml, self.name).map_err(Error::from)
+    }
+
+    /// The rules of the opt-in sets named in `opt_in` this policy has (`optional-rules.yml`).
+    pub fn opt_in_rules(&self, opt_in: &[String]) -> Result<Vec<Value>> {
+        match BundlePolicy::find(self.name) {
+            Some(bundled) => bundled.opt_in_rules(opt_in),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The file name of the built module (`priority_class_policy.wasm`).
@@ -110,6 +121,98 @@ pub const POLICIES: [Policy; 12] = [
     },
 ];
 
+/// One policy of the bundle, for the install directory (`capsule-bindings install`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BundlePolicy {
+    /// The policy's name (`rbac-policy`).
+    pub name: &'static str,
+    metadata_yml: &'static str,
+    optional_rules_yml: &'static str,
+}
+
+impl BundlePolicy {
+    /// The policy's metadata.
+    pub fn metadata(&self) -> Result<Metadata> {
+        Metadata::from_yaml_str(self.metadata_yml, self.name).map_err(Error::from)
+    }
+
+    /// The policy's opt-in rule sets, by name.
+    pub fn optional_rules(&self) -> Result<OptionalRules> {
+        optional_rules_from_yaml_str(self.optional_rules_yml, self.name).map_err(Error::from)
+    }
+
+    /// The rules of the sets named in `opt_in` that this policy has, in set order.
+    pub fn opt_in_rules(&self, opt_in: &[String]) -> Result<Vec<Value>> {
+        let sets = self.optional_rules()?;
+        Ok(opt_in
+            .iter()
+            .filter_map(|name| sets.get(name))
+            .flatten()
+            .cloned()
+            .collect())
+    }
+
+    /// The policy called `name`.
+    pub fn find(name: &str) -> Option<&'static BundlePolicy> {
+        BUNDLE.iter().find(|p| p.name == name)
+    }
+}
+
+/// The names of every opt-in rule set of the bundle.
+pub fn opt_in_sets() -> Result<Vec<String>> {
+    let mut names = std::collections::BTreeSet::new();
+    for policy in &BUNDLE {
+        names.extend(policy.optional_rules()?.into_keys());
+    }
+    Ok(names.into_iter().collect())
+}
+
+macro_rules! bundled {
+    ($name:literal) => {
+        BundlePolicy {
+            name: $name,
+            metadata_yml: include_str!(concat!("../../../policies/", $name, "/metadata.yml")),
+            optional_rules_yml: "",
+        }
+    };
+    ($name:literal, optional) => {
+        BundlePolicy {
+            name: $name,
+            metadata_yml: include_str!(concat!("../../../policies/", $name, "/metadata.yml")),
+            optional_rules_yml: include_str!(concat!(
+                "../../../policies/",
+                $name,
+                "/optional-rules.yml"
+            )),
+        }
+    };
+}
+
+/// Every policy of the bundle (the folders under `policies/`), by name.
+pub const BUNDLE: [BundlePolicy; 21] = [
+    bundled!("container-registry-policy"),
+    bundled!("device-class-policy"),
+    bundled!("gateway-class-policy"),
+    bundled!("image-pull-policy"),
+    bundled!("ingress-policy", optional),
+    bundled!("limit-range-policy"),
+    bundled!("namespace-metadata-policy", optional),
+    bundled!("namespace-organization-policy", optional),
+    bundled!("namespace-quota-policy", optional),
+    bundled!("node-selector-policy"),
+    bundled!("persistent-volume-claim-policy"),
+    bundled!("pod-restriction-policy"),
+    bundled!("pod-security-policy"),
+    bundled!("pod-toleration-policy"),
+    bundled!("priority-class-policy"),
+    bundled!("protected-objects-policy"),
+    bundled!("rbac-policy"),
+    bundled!("resource-ratio-policy"),
+    bundled!("run-once-deadline-policy"),
+    bundled!("runtime-class-policy"),
+    bundled!("service-policy"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +223,48 @@ mod tests {
             let metadata = policy.metadata().unwrap();
             assert!(!metadata.rules.is_empty(), "{}", policy.name);
         }
+    }
+
+    #[test]
+    fn the_bundle_is_every_policy_folder_with_its_opt_in_rules() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
+        let mut folders: Vec<(String, bool)> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("metadata.yml").is_file())
+            .map(|p| {
+                let optional = p.join("optional-rules.yml").is_file();
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    optional,
+                )
+            })
+            .collect();
+        folders.sort();
+        let bundle: Vec<(String, bool)> = BUNDLE
+            .iter()
+            .map(|p| (p.name.to_owned(), !p.optional_rules_yml.is_empty()))
+            .collect();
+        assert_eq!(bundle, folders);
+        for policy in &BUNDLE {
+            policy.metadata().unwrap();
+            policy.optional_rules().unwrap();
+        }
+        assert_eq!(opt_in_sets().unwrap(), ["legacy-ingress", "openshift"]);
+        let ingress = Policy::find("ingress").unwrap();
+        assert_eq!(
+            ingress
+                .opt_in_rules(&["legacy-ingress".into()])
+                .unwrap()
+                .len(),
+            2
+        );
+        assert!(
+            ingress
+                .opt_in_rules(&["openshift".into()])
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub fn convert_from(
     source: &ModuleSource,
     hosts: &mut Hosts,
 ) -> Result<Conversion> {
+    options.placement.validate()?;
     let mut conversion = Conversion {
         bindings: Vec::new(),
         reports: Vec::new(),
@@ -90,12 +91,9 @@ pub fn convert_from(
                 });
                 continue;
             }
-            conversion.bindings.push(manifest(
-                &tenant.name,
-                &options.tenant_label,
-                &planned,
-                source,
-            )?);
+            conversion
+                .bindings
+                .push(manifest(&tenant.name, options, &planned, source)?);
         }
     }
     Ok(conversion)

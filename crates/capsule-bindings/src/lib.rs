@@ -35,6 +35,8 @@ pub mod catalogue;
 pub mod convert;
 pub mod error;
 pub mod hosts;
+pub mod install;
+pub mod placement;
 pub mod regex;
 pub mod report;
 pub mod scenario;

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::catalogue::{POLICIES, Policy};
+use crate::placement::Placement;
 use crate::regex::{Anchoring, anchoring};
 use crate::report::{Report, ReportKind};
 use crate::tenant::Tenant;
@@ -23,12 +24,15 @@ pub struct Options {
     /// The Namespace label naming the tenant (bindings' `namespaceSelector`, ingress
     /// collisions, volume binding).
     pub tenant_label: String,
+    /// Where and how the bindings are placed (PolicyServer, mode, failure policy, opt-ins).
+    pub placement: Placement,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             tenant_label: CAPSULE_TENANT_LABEL.to_owned(),
+            placement: Placement::default(),
         }
     }
 }
@@ -907,6 +911,7 @@ mod tests {
         let text = "apiVersion: capsule.clastix.io/v1beta2\nkind: Tenant\nmetadata: {name: solar}\nspec: {ingressOptions: {hostnameCollisionScope: Cluster}}\n";
         let options = Options {
             tenant_label: "example.org/tenant".into(),
+            ..Options::default()
         };
         let t = translate(&parse_tenants(text, "t").unwrap()[0], &options);
         assert_eq!(

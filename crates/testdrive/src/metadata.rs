@@ -129,6 +129,41 @@ impl Metadata {
     }
 }
 
+/// File beside `metadata.yml` holding a policy's opt-in rule sets.
+pub const OPTIONAL_RULES_FILE: &str = "optional-rules.yml";
+
+/// A policy's opt-in rule sets (`optional-rules.yml`): name (`legacy-ingress`, `openshift`) →
+/// admission rules a binding adds only on clusters that serve their API versions.
+pub type OptionalRules = BTreeMap<String, Vec<Value>>;
+
+/// Parses `optional-rules.yml` text; `origin` names it in error messages.
+///
+/// ```
+/// let r = testdrive::metadata::optional_rules_from_yaml_str(
+///     "openshift:\n- {apiGroups: [project.openshift.io], apiVersions: [v1], resources: [projects], operations: [CREATE]}\n",
+///     "inline",
+/// ).unwrap();
+/// assert_eq!(r["openshift"].len(), 1);
+/// ```
+pub fn optional_rules_from_yaml_str(text: &str, origin: &str) -> Result<OptionalRules> {
+    if text
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
+        return Ok(OptionalRules::new());
+    }
+    serde_yaml::from_str(text).map_err(|e| Error::parse(origin, e))
+}
+
+/// The opt-in rule sets of the policy in `dir`, empty without `optional-rules.yml`.
+pub fn read_optional_rules(dir: &Path) -> Result<OptionalRules> {
+    let path = dir.join(OPTIONAL_RULES_FILE);
+    if !path.exists() {
+        return Ok(OptionalRules::new());
+    }
+    optional_rules_from_yaml_str(&read_text(&path)?, &path.display().to_string())
+}
+
 /// Produces the annotated module, as `kwctl annotate` does: `metadata` gets
 /// `protocolVersion` (as answered by the module), the kwctl defaults
 /// (`executionMode: kubewarden-wapc`, `policyType: kubernetes`) and, when

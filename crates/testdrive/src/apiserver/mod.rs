@@ -490,7 +490,7 @@ fn object_path(
 
 /// The resource name of a kind, by the API's English pluralisation (`Ingress` → `ingresses`,
 /// `NetworkPolicy` → `networkpolicies`).
-fn plural(kind: &str) -> String {
+pub fn plural(kind: &str) -> String {
     let lower = kind.to_lowercase();
     if lower.ends_with('s') || lower.ends_with('x') || lower.ends_with("ch") {
         format!("{lower}es")

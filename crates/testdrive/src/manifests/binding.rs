@@ -21,6 +21,8 @@ pub struct Policy {
     pub version: String,
     /// Its metadata.yml.
     pub metadata: Metadata,
+    /// The rules of its opt-in sets (`optional-rules.yml`), which bindings may add.
+    pub optional_rules: Vec<Value>,
     /// Its module, for `validate_settings`.
     pub host: Host,
 }
@@ -106,26 +108,25 @@ pub fn check(written: &Written, source: Source, ctx: &Context<'_>) -> Verdict {
             .unwrap_or_default(),
         _ => return verdict,
     };
-    let mut rule_sources: Vec<&Metadata> = Vec::new();
+    let mut rule_sources: Vec<&Policy> = Vec::new();
     let mut all_known = true;
     for (path, member) in &members {
         match member_policy(member, path, source, ctx, &mut verdict) {
             Some(policy) => {
                 member_checks(member, path, policy, written, &mut verdict.problems);
-                rule_sources.push(&policy.metadata);
+                rule_sources.push(policy);
             }
             None => all_known = false,
         }
     }
     if all_known && !rule_sources.is_empty() {
-        rules_within(
-            &spec,
-            &rule_sources,
-            &written.comments,
-            &mut verdict.problems,
-        );
+        let known: Vec<&Value> = rule_sources
+            .iter()
+            .flat_map(|p| p.metadata.rules.iter().chain(p.optional_rules.iter()))
+            .collect();
+        rules_within(&spec, &known, &written.comments, &mut verdict.problems);
         if spec.get("mutating").and_then(Value::as_bool) == Some(true)
-            && !rule_sources.iter().all(|m| m.mutating)
+            && !rule_sources.iter().all(|p| p.metadata.mutating)
         {
             verdict.problems.push(
                 "spec.mutating: true, but the policy's metadata says it does not mutate".into(),
@@ -254,14 +255,13 @@ fn member_checks(
     }
 }
 
-/// Every combination of every rule of `spec.rules` must be one some metadata rule covers,
-/// but for a resource the manifest explains with a comment `# not in metadata: <resource>:
-/// <why>` (a custom resource the settings name, say).
-fn rules_within(spec: &Value, metadata: &[&Metadata], comments: &[String], out: &mut Vec<String>) {
+/// Every combination of every rule of `spec.rules` must be one some metadata rule (or opt-in
+/// rule, `optional-rules.yml`) covers, but for a resource the manifest explains with a comment
+/// `# not in metadata: <resource>: <why>` (a custom resource the settings name, say).
+fn rules_within(spec: &Value, known: &[&Value], comments: &[String], out: &mut Vec<String>) {
     let Some(rules) = spec.get("rules").and_then(Value::as_array) else {
         return;
     };
-    let known: Vec<&Value> = metadata.iter().flat_map(|m| m.rules.iter()).collect();
     for (i, rule) in rules.iter().enumerate() {
         let list = |r: &Value, key: &str| -> Vec<String> {
             r.get(key)
@@ -376,7 +376,7 @@ mod tests {
             {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["*"]}
         ]});
         let mut out = Vec::new();
-        rules_within(&spec, &[&m], &[], &mut out);
+        rules_within(&spec, &m.rules.iter().collect::<Vec<_>>(), &[], &mut out);
         assert_eq!(
             out,
             vec![
@@ -396,9 +396,9 @@ mod tests {
         ]});
         let mut out = Vec::new();
         let why = vec!["not in metadata: rollouts: named by customResources".to_owned()];
-        rules_within(&spec, &[&m], &why, &mut out);
+        rules_within(&spec, &m.rules.iter().collect::<Vec<_>>(), &why, &mut out);
         assert!(out.is_empty(), "{out:?}");
-        rules_within(&spec, &[&m], &[], &mut out);
+        rules_within(&spec, &m.rules.iter().collect::<Vec<_>>(), &[], &mut out);
         assert_eq!(out.len(), 1);
     }
 

@@ -11,6 +11,7 @@
 
 pub mod binding;
 pub mod extract;
+pub mod kubernetes;
 pub mod openapi;
 pub mod questions;
 
@@ -24,6 +25,7 @@ use crate::cases::{policy_metadata, wasm_file_name};
 use crate::error::{Error, Result, read_text};
 use crate::host::Host;
 use crate::identity::{IDENTITY_FILE, Identity, drift, policy_names};
+use crate::metadata::read_optional_rules;
 use binding::{Context, Policy, Source};
 use extract::Written;
 
@@ -66,6 +68,8 @@ pub struct ManifestsReport {
     pub examples_valid: (usize, usize),
     /// Files drifted from the identity.
     pub drifted: usize,
+    /// The install directory (`deploy/`): Kubernetes objects and kustomization.
+    pub install: kubernetes::InstallReport,
 }
 
 /// Checks everything (see the module docs).
@@ -126,6 +130,14 @@ pub fn run(opts: &ManifestsOptions) -> Result<ManifestsReport> {
         }
     }
     packages(root, &policies, &mut report);
+    report.install = kubernetes::check_install_dir(&root.join("deploy"))?;
+    report.problems.extend(
+        report
+            .install
+            .problems
+            .iter()
+            .map(|p| format!("deploy/{p}")),
+    );
     for d in drift(root, &identity)? {
         report.drifted += 1;
         let shown = d
@@ -155,11 +167,13 @@ fn load_policies(root: &Path, wasm_dir: &Path) -> Result<BTreeMap<String, Policy
         let wasm_path = wasm_dir.join(wasm_file_name(&dir));
         let wasm = std::fs::read(&wasm_path).map_err(|e| Error::io(&wasm_path, e))?;
         let host = Host::load(&wasm, Some(metadata.clone()))?;
+        let optional_rules = read_optional_rules(&dir)?.into_values().flatten().collect();
         out.insert(
             name,
             Policy {
                 version,
                 metadata,
+                optional_rules,
                 host,
             },
         );

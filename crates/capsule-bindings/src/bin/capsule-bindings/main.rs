@@ -8,6 +8,10 @@ use std::process::ExitCode;
 use capsule_bindings::admission::{admit, describe};
 use capsule_bindings::binding::ModuleSource;
 use capsule_bindings::convert::convert_from;
+use capsule_bindings::install::{
+    InstallOptions, KUBEWARDEN_NAMESPACE, POLICY_SERVER_IMAGE, install,
+};
+use capsule_bindings::placement::{DEFAULT_POLICY_SERVER, FailurePolicy, Mode, Placement};
 use capsule_bindings::scenario::{KwctlOptions, run_file, scenario_files};
 use capsule_bindings::{Binding, Error, Hosts, Options, Result, parse_tenants};
 use clap::{Args, Parser, Subcommand};
@@ -38,6 +42,75 @@ enum Command {
     /// Run scenario cases (a Tenant converted, requests judged by its bindings); with --kwctl
     /// every evaluation is also run by the real kwctl and must agree.
     Check(CheckArgs),
+    /// Write the install directory (`kubectl apply -k <dir>`): the dedicated PolicyServer,
+    /// its ServiceAccount, the ClusterRole granting exactly the reads the policies'
+    /// `contextAwareResources` name, its ClusterRoleBinding, the cluster-wide baseline
+    /// bindings and kustomization.yaml.
+    Install(InstallArgs),
+}
+
+/// Where and how bindings are placed (every command that writes bindings).
+#[derive(Args)]
+struct PlacementArgs {
+    /// The PolicyServer that runs the bindings (`spec.policyServer`).
+    #[arg(long, default_value = DEFAULT_POLICY_SERVER)]
+    policy_server: String,
+    /// `monitor` (log what would be refused, for a trial run) or `protect`.
+    #[arg(long, default_value = "protect")]
+    mode: Mode,
+    /// What the API server does when policy-server does not answer: `Fail` or `Ignore`.
+    #[arg(long, default_value = "Fail")]
+    failure_policy: FailurePolicy,
+    /// Webhook timeout, 1 to 30 seconds.
+    #[arg(long, default_value_t = 10)]
+    timeout_seconds: u32,
+    /// Opt-in rule sets for APIs not every cluster serves: `legacy-ingress` (Ingress
+    /// v1beta1), `openshift` (Projects, ProjectRequests). Repeatable.
+    #[arg(long = "opt-in")]
+    opt_in: Vec<String>,
+}
+
+impl PlacementArgs {
+    fn placement(&self) -> Placement {
+        Placement {
+            policy_server: self.policy_server.clone(),
+            mode: self.mode,
+            failure_policy: self.failure_policy,
+            timeout_seconds: self.timeout_seconds,
+            opt_in: self.opt_in.clone(),
+        }
+    }
+}
+
+#[derive(Args)]
+struct InstallArgs {
+    /// The directory to write (created if missing; its files of the same names replaced).
+    #[arg(long, short, default_value = "deploy")]
+    output: PathBuf,
+    /// Registry and path prefix of the modules: registry://<REGISTRY>/tenancy-policies/<policy>:<VERSION>.
+    #[arg(long, default_value = "ghcr.io/tenancy-policies")]
+    registry: String,
+    /// Module tag.
+    #[arg(long, default_value = concat!("v", env!("CARGO_PKG_VERSION")))]
+    version: String,
+    #[command(flatten)]
+    placement: PlacementArgs,
+    /// Namespace of the PolicyServer's ServiceAccount: where Kubewarden's controller runs.
+    #[arg(long, default_value = KUBEWARDEN_NAMESPACE)]
+    namespace: String,
+    /// The policy-server image.
+    #[arg(long, default_value = POLICY_SERVER_IMAGE)]
+    image: String,
+    /// PolicyServer replicas.
+    #[arg(long, default_value_t = 2)]
+    replicas: u32,
+    /// Namespaces the baseline bindings skip, replacing Kubewarden's list of system
+    /// namespaces (repeatable; the install namespace is always skipped).
+    #[arg(long = "skip-namespace")]
+    skip_namespaces: Vec<String>,
+    /// Namespace label naming the tenant (protected by the namespace-metadata baseline).
+    #[arg(long, default_value = capsule_bindings::translate::CAPSULE_TENANT_LABEL)]
+    tenant_label: String,
 }
 
 #[derive(Args)]
@@ -60,6 +133,8 @@ struct ConvertArgs {
     /// Write the YAML here instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    placement: PlacementArgs,
     /// List what would be written (one line per binding) and write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -107,6 +182,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => convert(a),
         Command::Try(a) => try_requests(a),
         Command::Check(a) => check(a),
+        Command::Install(a) => install_dir(a),
     };
     match result {
         Ok(code) => code,
@@ -135,6 +211,7 @@ fn convert(args: ConvertArgs) -> Result<ExitCode> {
     }
     let options = Options {
         tenant_label: args.tenant_label,
+        placement: args.placement.placement(),
     };
     let source = ModuleSource {
         registry: args.registry,
@@ -183,6 +260,39 @@ fn convert(args: ConvertArgs) -> Result<ExitCode> {
         }
         None => print!("{yaml}"),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn install_dir(args: InstallArgs) -> Result<ExitCode> {
+    let defaults = InstallOptions::default();
+    let options = InstallOptions {
+        placement: args.placement.placement(),
+        source: ModuleSource {
+            registry: args.registry,
+            version: args.version,
+        },
+        namespace: args.namespace,
+        image: args.image,
+        replicas: args.replicas,
+        skip_namespaces: if args.skip_namespaces.is_empty() {
+            defaults.skip_namespaces
+        } else {
+            args.skip_namespaces
+        },
+        tenant_label: args.tenant_label,
+    };
+    let files = install(&options)?;
+    std::fs::create_dir_all(&args.output).map_err(|e| Error::io(&args.output, e))?;
+    for file in &files {
+        let path = args.output.join(file.name);
+        std::fs::write(&path, file.text()?).map_err(|e| Error::io(&path, e))?;
+    }
+    eprintln!(
+        "capsule-bindings: wrote {} files to {} (kubectl apply -k {})",
+        files.len(),
+        args.output.display(),
+        args.output.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -188,6 +188,11 @@ pub(crate) fn manifests(a: ManifestsArgs) -> Result<ExitCode> {
             "NOT applied (no --crds)"
         }
     );
+    println!(
+        "install: {} Kubernetes objects of deploy/ checked against their types, kustomization \
+         lists {} of {} files",
+        report.install.objects, report.install.listed, report.install.files
+    );
     let (ok, all) = report.examples_valid;
     println!("example settings: {ok}/{all} accepted by their policy");
     let (ok, all) = report.questions_valid;

@@ -1,0 +1,473 @@
+//! The bundle's install directory (`deploy/`, `kubectl apply -k deploy/`): the dedicated
+//! PolicyServer, its ServiceAccount, the ClusterRole granting exactly the reads every policy's
+//! `contextAwareResources` names (and its binding), the cluster-wide baseline bindings, and
+//! the kustomization listing them (README "Installing").
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+use testdrive::apiserver::plural;
+
+use crate::binding::{ModuleSource, to_yaml};
+use crate::catalogue::{BUNDLE, BundlePolicy};
+use crate::error::{Error, Result};
+use crate::placement::{Placement, audit_annotations, labels};
+use crate::translate::CAPSULE_TENANT_LABEL;
+
+/// The namespaces Kubewarden's recommended policies skip (Helm chart `kubewarden-defaults`,
+/// `global.skipNamespaces`), which the baseline bindings skip too, with the install's own.
+pub const SYSTEM_NAMESPACES: [&str; 23] = [
+    "calico-system",
+    "cattle-alerting",
+    "cattle-fleet-local-system",
+    "cattle-fleet-system",
+    "cattle-global-data",
+    "cattle-global-nt",
+    "cattle-impersonation-system",
+    "cattle-istio",
+    "cattle-logging",
+    "cattle-monitoring-system",
+    "cattle-neuvector-system",
+    "cattle-pipeline",
+    "cattle-prometheus",
+    "cattle-system",
+    "cert-manager",
+    "ingress-nginx",
+    "kube-node-lease",
+    "kube-public",
+    "kube-system",
+    "longhorn-system",
+    "rancher-operator-system",
+    "security-scan",
+    "tigera-operator",
+];
+
+/// The policy-server image the install runs: the release `make e2e` tests.
+pub const POLICY_SERVER_IMAGE: &str = "ghcr.io/kubewarden/policy-server:v1.36.0-beta.1";
+
+/// The namespace Kubewarden's controller runs PolicyServers in.
+pub const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
+
+/// What the install directory is written for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallOptions {
+    /// PolicyServer, mode, failure policy, timeout and opt-in rules of every binding.
+    pub placement: Placement,
+    /// Where the modules are published.
+    pub source: ModuleSource,
+    /// The namespace of the PolicyServer's ServiceAccount (Kubewarden's controller's).
+    pub namespace: String,
+    /// The policy-server image.
+    pub image: String,
+    /// PolicyServer replicas.
+    pub replicas: u32,
+    /// Namespaces the baseline bindings skip (`namespaceSelector`); the install's namespace
+    /// is added.
+    pub skip_namespaces: Vec<String>,
+    /// The Namespace label naming the tenant, which namespace-metadata-policy protects.
+    pub tenant_label: String,
+}
+
+impl Default for InstallOptions {
+    fn default() -> Self {
+        InstallOptions {
+            placement: Placement::default(),
+            source: ModuleSource {
+                registry: "ghcr.io/tenancy-policies".into(),
+                version: concat!("v", env!("CARGO_PKG_VERSION")).into(),
+            },
+            namespace: KUBEWARDEN_NAMESPACE.into(),
+            image: POLICY_SERVER_IMAGE.into(),
+            replicas: 2,
+            skip_namespaces: SYSTEM_NAMESPACES.iter().map(|s| (*s).to_owned()).collect(),
+            tenant_label: CAPSULE_TENANT_LABEL.into(),
+        }
+    }
+}
+
+/// One file of the install directory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstallFile {
+    /// Its name in the directory.
+    pub name: &'static str,
+    /// Its objects.
+    pub manifests: Vec<Value>,
+}
+
+impl InstallFile {
+    /// The file's text: a header saying how it was written, then the YAML stream.
+    pub fn text(&self) -> Result<String> {
+        Ok(format!(
+            "# Written by `capsule-bindings install` (`make deploy`); a test regenerates it and \
+             compares.\n{}",
+            to_yaml(&self.manifests)?
+        ))
+    }
+}
+
+/// The name of the ClusterRole granting the policies' reads.
+pub fn lookup_role_name(options: &InstallOptions) -> String {
+    format!("{}-lookups", options.placement.policy_server)
+}
+
+/// The files of the install directory, kustomization last.
+pub fn install(options: &InstallOptions) -> Result<Vec<InstallFile>> {
+    options.placement.validate()?;
+    let server = &options.placement.policy_server;
+    let account = json!({
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": server, "namespace": options.namespace, "labels": labels("policy-server")},
+    });
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": lookup_role_name(options), "labels": labels("policy-server")},
+        "rules": lookup_rules()?,
+    });
+    let role_binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": lookup_role_name(options), "labels": labels("policy-server")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": lookup_role_name(options)},
+        "subjects": [{"kind": "ServiceAccount", "name": server, "namespace": options.namespace}],
+    });
+    let policy_server = json!({
+        "apiVersion": "policies.kubewarden.io/v1",
+        "kind": "PolicyServer",
+        "metadata": {"name": server, "labels": labels("policy-server")},
+        "spec": {
+            "image": options.image,
+            "replicas": options.replicas,
+            "minAvailable": 1,
+            "serviceAccountName": server,
+            // README "Installing": 1,000 tenants' bindings load in 201 MB
+            "requests": {"cpu": "250m", "memory": "256Mi"},
+            "limits": {"memory": "512Mi"},
+            "env": [{"name": "KUBEWARDEN_LOG_LEVEL", "value": "info"}],
+        },
+    });
+    let files = vec![
+        InstallFile {
+            name: "service-account.yaml",
+            manifests: vec![account],
+        },
+        InstallFile {
+            name: "cluster-role.yaml",
+            manifests: vec![role],
+        },
+        InstallFile {
+            name: "cluster-role-binding.yaml",
+            manifests: vec![role_binding],
+        },
+        InstallFile {
+            name: "policy-server.yaml",
+            manifests: vec![policy_server],
+        },
+        InstallFile {
+            name: "baseline.yaml",
+            manifests: baseline(options)?,
+        },
+    ];
+    let kustomization = json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": files.iter().map(|f| f.name).collect::<Vec<_>>(),
+    });
+    let mut files = files;
+    files.push(InstallFile {
+        name: "kustomization.yaml",
+        manifests: vec![kustomization],
+    });
+    Ok(files)
+}
+
+/// The ClusterRole rules: `get`, `list`, `watch` on every resource some policy's
+/// `contextAwareResources` names, one rule per API group, nothing more.
+pub fn lookup_rules() -> Result<Vec<Value>> {
+    let mut groups: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for policy in &BUNDLE {
+        for resource in policy.metadata()?.context_aware_resources {
+            let group = match resource.api_version.split_once('/') {
+                Some((group, _)) => group.to_owned(),
+                None => String::new(),
+            };
+            groups
+                .entry(group)
+                .or_default()
+                .insert(plural(&resource.kind));
+        }
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(group, resources)| {
+            json!({"apiGroups": [group], "resources": resources, "verbs": ["get", "list", "watch"]})
+        })
+        .collect())
+}
+
+/// The cluster-wide bindings every tenancy installation needs: namespace-metadata
+/// protecting the tenant label and ownerReferences, rbac-policy with a tenant ceiling, and
+/// protected-objects keeping the platform's objects in tenant namespaces.
+pub fn baseline(options: &InstallOptions) -> Result<Vec<Value>> {
+    let cluster_admins = json!({"clusterRoles": ["cluster-admin"]});
+    let bindings = [
+        (
+            "namespace-metadata-policy",
+            json!({
+                "protectedLabels": [options.tenant_label],
+                "protectOwnerReferences": true,
+                "exemptPrincipals": cluster_admins,
+            }),
+        ),
+        (
+            "rbac-policy",
+            json!({
+                "ceiling": tenant_ceiling(),
+                "exemptPrincipals": {
+                    "clusterRoles": ["cluster-admin"],
+                    "users": ["system:apiserver", "system:kube-controller-manager"],
+                    "serviceAccounts": ["kube-system:clusterrole-aggregation-controller"],
+                },
+            }),
+        ),
+        (
+            "protected-objects-policy",
+            json!({"exemptPrincipals": cluster_admins}),
+        ),
+    ];
+    bindings
+        .into_iter()
+        .map(|(name, settings)| {
+            let policy = BundlePolicy::find(name)
+                .ok_or_else(|| Error::Invalid(format!("{name}: not a policy of the bundle")))?;
+            baseline_binding(policy, settings, options)
+        })
+        .collect()
+}
+
+/// One baseline binding: the policy's metadata, placed, over every namespace but the skipped.
+fn baseline_binding(
+    policy: &BundlePolicy,
+    settings: Value,
+    options: &InstallOptions,
+) -> Result<Value> {
+    let metadata = policy.metadata()?;
+    let short = policy.name.trim_end_matches("-policy");
+    let mut spec = Map::new();
+    spec.insert(
+        "module".into(),
+        json!(format!(
+            "registry://{}/tenancy-policies/{}:{}",
+            options.source.registry.trim_end_matches('/'),
+            policy.name,
+            options.source.version
+        )),
+    );
+    options.placement.place(&mut spec);
+    spec.insert("mutating".into(), json!(metadata.mutating));
+    spec.insert("backgroundAudit".into(), json!(metadata.background_audit));
+    let mut rules = metadata.rules.clone();
+    rules.extend(policy.opt_in_rules(&options.placement.opt_in)?);
+    spec.insert("rules".into(), Value::Array(rules));
+    let mut skipped: BTreeSet<&str> = options.skip_namespaces.iter().map(String::as_str).collect();
+    skipped.insert(&options.namespace);
+    spec.insert(
+        "namespaceSelector".into(),
+        json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": skipped}]}),
+    );
+    if !metadata.context_aware_resources.is_empty() {
+        let resources: Vec<Value> = metadata
+            .context_aware_resources
+            .iter()
+            .map(|r| json!({"apiVersion": r.api_version, "kind": r.kind}))
+            .collect();
+        spec.insert("contextAwareResources".into(), Value::Array(resources));
+    }
+    spec.insert("settings".into(), settings);
+    Ok(json!({
+        "apiVersion": "policies.kubewarden.io/v1",
+        "kind": "ClusterAdmissionPolicy",
+        "metadata": {
+            "name": format!("tenancy-{short}"),
+            "labels": labels("baseline"),
+            "annotations": audit_annotations(&metadata),
+        },
+        "spec": spec,
+    }))
+}
+
+/// What a tenant's Roles may grant at most (rbac-policy `ceiling`): the namespaced workload,
+/// configuration, networking and RBAC resources a tenant administers, reads of its quotas,
+/// limits, events and logs; no cluster-scoped resource, no escalation verb.
+fn tenant_ceiling() -> Value {
+    let write = [
+        "get",
+        "list",
+        "watch",
+        "create",
+        "update",
+        "patch",
+        "delete",
+        "deletecollection",
+    ];
+    let read = ["get", "list", "watch"];
+    json!([
+        {"apiGroups": [""], "verbs": write, "resources": [
+            "configmaps", "endpoints", "persistentvolumeclaims", "pods", "pods/attach",
+            "pods/eviction", "pods/exec", "pods/portforward", "pods/proxy", "replicationcontrollers",
+            "replicationcontrollers/scale", "secrets", "serviceaccounts", "services", "services/proxy"]},
+        {"apiGroups": [""], "verbs": ["create"], "resources": ["serviceaccounts/token"]},
+        {"apiGroups": [""], "verbs": read, "resources": [
+            "events", "limitranges", "namespaces", "pods/log", "pods/status", "resourcequotas"]},
+        {"apiGroups": ["apps"], "verbs": write, "resources": [
+            "daemonsets", "deployments", "deployments/rollback", "deployments/scale", "replicasets",
+            "replicasets/scale", "statefulsets", "statefulsets/scale"]},
+        {"apiGroups": ["apps"], "verbs": read, "resources": ["controllerrevisions"]},
+        {"apiGroups": ["batch"], "verbs": write, "resources": ["cronjobs", "jobs"]},
+        {"apiGroups": ["autoscaling"], "verbs": write, "resources": ["horizontalpodautoscalers"]},
+        {"apiGroups": ["policy"], "verbs": write, "resources": ["poddisruptionbudgets"]},
+        {"apiGroups": ["networking.k8s.io"], "verbs": write, "resources": ["ingresses", "networkpolicies"]},
+        {"apiGroups": ["discovery.k8s.io"], "verbs": read, "resources": ["endpointslices"]},
+        {"apiGroups": ["coordination.k8s.io"], "verbs": write, "resources": ["leases"]},
+        {"apiGroups": ["gateway.networking.k8s.io"], "verbs": write, "resources": [
+            "gateways", "grpcroutes", "httproutes", "referencegrants"]},
+        {"apiGroups": ["resource.k8s.io"], "verbs": write, "resources": [
+            "resourceclaims", "resourceclaimtemplates"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "verbs": write, "resources": ["rolebindings", "roles"]},
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::Mode;
+
+    fn find<'a>(files: &'a [InstallFile], name: &str) -> &'a [Value] {
+        &files.iter().find(|f| f.name == name).unwrap().manifests
+    }
+
+    #[test]
+    fn the_role_reads_what_the_policies_declare_in_their_groups() {
+        let rules = lookup_rules().unwrap();
+        let core = rules
+            .iter()
+            .find(|r| r["apiGroups"] == json!([""]))
+            .unwrap();
+        assert_eq!(
+            core["resources"],
+            json!(["configmaps", "namespaces", "nodes", "persistentvolumes"])
+        );
+        assert_eq!(core["verbs"], json!(["get", "list", "watch"]));
+        let openshift = rules
+            .iter()
+            .find(|r| r["apiGroups"] == json!(["user.openshift.io"]))
+            .unwrap();
+        assert_eq!(openshift["resources"], json!(["groups", "users"]));
+    }
+
+    #[test]
+    fn everything_written_is_placed_labelled_and_listed() {
+        let options = InstallOptions {
+            placement: Placement {
+                mode: Mode::Monitor,
+                opt_in: vec!["openshift".into()],
+                ..Placement::default()
+            },
+            skip_namespaces: vec!["kube-system".into()],
+            ..InstallOptions::default()
+        };
+        let files = install(&options).unwrap();
+        let kustomization = &find(&files, "kustomization.yaml")[0];
+        assert_eq!(
+            kustomization["resources"],
+            json!([
+                "service-account.yaml",
+                "cluster-role.yaml",
+                "cluster-role-binding.yaml",
+                "policy-server.yaml",
+                "baseline.yaml"
+            ])
+        );
+        for file in files.iter().filter(|f| f.name != "kustomization.yaml") {
+            for m in &file.manifests {
+                assert_eq!(
+                    m["metadata"]["labels"]["app.kubernetes.io/part-of"], "tenancy-policies",
+                    "{}",
+                    file.name
+                );
+            }
+        }
+        let baseline = find(&files, "baseline.yaml");
+        let names: Vec<&str> = baseline
+            .iter()
+            .map(|b| b["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "tenancy-namespace-metadata",
+                "tenancy-rbac",
+                "tenancy-protected-objects"
+            ]
+        );
+        for b in baseline {
+            assert_eq!(b["spec"]["mode"], "monitor");
+            assert_eq!(b["spec"]["policyServer"], "tenancy-policies");
+            assert_eq!(b["spec"]["failurePolicy"], "Fail");
+            assert_eq!(
+                b["spec"]["namespaceSelector"]["matchExpressions"][0]["values"],
+                json!(["kube-system", "kubewarden"])
+            );
+            assert!(
+                b["metadata"]["annotations"]["io.kubewarden.policy.severity"].is_string(),
+                "{b}"
+            );
+        }
+        let namespaces = &baseline[0]["spec"];
+        assert_eq!(
+            namespaces["settings"]["protectedLabels"],
+            json!(["capsule.clastix.io/tenant"])
+        );
+        assert!(
+            namespaces["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["apiGroups"] == json!(["project.openshift.io"])),
+            "the openshift opt-in adds Projects"
+        );
+        let server = &find(&files, "policy-server.yaml")[0];
+        assert_eq!(server["spec"]["serviceAccountName"], "tenancy-policies");
+        let binding = &find(&files, "cluster-role-binding.yaml")[0];
+        assert_eq!(binding["subjects"][0]["namespace"], "kubewarden");
+        assert_eq!(binding["roleRef"]["name"], "tenancy-policies-lookups");
+    }
+
+    #[test]
+    fn without_opt_in_only_served_versions_are_routed() {
+        let files = install(&InstallOptions::default()).unwrap();
+        for binding in find(&files, "baseline.yaml") {
+            for rule in binding["spec"]["rules"].as_array().unwrap() {
+                assert_ne!(
+                    rule["apiGroups"],
+                    json!(["project.openshift.io"]),
+                    "{binding}"
+                );
+                assert_eq!(rule["apiVersions"], json!(["v1"]), "{binding}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_placement_writes_nothing() {
+        let options = InstallOptions {
+            placement: Placement {
+                opt_in: vec!["helm".into()],
+                ..Placement::default()
+            },
+            ..InstallOptions::default()
+        };
+        assert!(install(&options).is_err());
+    }
+}
