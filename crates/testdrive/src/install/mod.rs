@@ -5,7 +5,7 @@
 //!    RBAC, and its bindings are loaded;
 //! 2. every context-aware policy (non-empty `contextAwareResources` in its metadata) gets one
 //!    more ClusterAdmissionPolicy built from its metadata (module reference, `mutating`,
-//!    rules, `contextAwareResources`) with the settings of one of its declarative cases,
+//!    rules with every opt-in set of `optional-rules.yml`, `contextAwareResources`) with the settings of one of its declarative cases,
 //!    chosen as `publish-local` chooses (a request case with an expected verdict that
 //!    testdrive passes, whose recorded lookups agree with the other cases');
 //! 3. the controller's step ([`crate::controller`]) turns every binding of the PolicyServer
@@ -147,6 +147,8 @@ fn case_binding(binding: &PolicyBinding, dir: &Path, pick: &Pick, server: &str) 
     let metadata = policy_metadata(dir)?.unwrap_or_default();
     let version = crate::artifacthub::metadata_version(&metadata).unwrap_or("0.0.0");
     let short = binding.policy.trim_end_matches("-policy");
+    let mut rules = metadata.rules.clone();
+    rules.extend(optional_rules(dir)?);
     Ok(json!({
         "apiVersion": "policies.kubewarden.io/v1",
         "kind": "ClusterAdmissionPolicy",
@@ -155,11 +157,24 @@ fn case_binding(binding: &PolicyBinding, dir: &Path, pick: &Pick, server: &str) 
             "policyServer": server,
             "module": format!("{MODULE_REGISTRY}/{}:v{version}", binding.policy),
             "mutating": metadata.mutating,
-            "rules": metadata.rules,
+            "rules": rules,
             "contextAwareResources": binding.context_aware,
             "settings": pick.settings,
         }
     }))
+}
+
+/// Every opt-in rule set of the policy (`optional-rules.yml`: set name → rules), as a
+/// binding on a cluster that serves them all carries them.
+fn optional_rules(dir: &Path) -> Result<Vec<Value>> {
+    let path = dir.join("optional-rules.yml");
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let sets: std::collections::BTreeMap<String, Vec<Value>> =
+        serde_yaml::from_str(&text).map_err(|e| Error::parse(path.display(), e))?;
+    Ok(sets.into_values().flatten().collect())
 }
 
 /// One context-aware policy's case and the id of its binding.
