@@ -117,10 +117,17 @@ fn service_account_namespace(objects: &[Value], name: &str) -> String {
         .to_owned()
 }
 
-/// The RBAC of the PolicyServer's ServiceAccount among `objects`.
-pub fn policy_server_rbac(objects: &[Value], server: &PolicyServerSpec) -> Rbac {
-    let sa = server.service_account.as_deref().unwrap_or("default");
-    Rbac::for_service_account(objects, &service_account_namespace(objects, sa), sa)
+/// The PolicyServer under test among an install's `objects` (named `name`, else the only
+/// one), deployed in its ServiceAccount's namespace, and that ServiceAccount's RBAC.
+pub fn install_server(objects: &[Value], name: Option<&str>) -> Result<(PolicyServerSpec, Rbac)> {
+    let mut server = PolicyServerSpec::find(objects, name)?;
+    let sa = server
+        .service_account
+        .clone()
+        .unwrap_or_else(|| "default".to_owned());
+    server.deployments_namespace = service_account_namespace(objects, &sa);
+    let rbac = Rbac::for_service_account(objects, &server.deployments_namespace, &sa);
+    Ok((server, rbac))
 }
 
 /// Removes `resource` from every ClusterRole rule of `objects`.
@@ -188,15 +195,10 @@ struct Entry {
 pub fn run(options: &InstallOptions) -> Result<InstallReport> {
     let started = Instant::now();
     let mut objects = read_objects(std::slice::from_ref(&options.deploy))?;
-    let mut server = PolicyServerSpec::find(&objects, options.server_name.as_deref())?;
-    server.deployments_namespace = service_account_namespace(
-        &objects,
-        server.service_account.as_deref().unwrap_or("default"),
-    );
     if let Some(Sabotage::DropRoleResource(resource)) = &options.sabotage {
         drop_role_resource(&mut objects, resource);
     }
-    let rbac = policy_server_rbac(&objects, &server);
+    let (server, rbac) = install_server(&objects, options.server_name.as_deref())?;
     let mut report = InstallReport::default();
     let mut cluster = FakeApi::default();
     let mut entries = Vec::new();
