@@ -110,8 +110,8 @@ impl Deployment {
 
     /// Sends `request` to every webhook the API server would call among the policies
     /// `installed` keeps, in its order: mutating webhooks one after the other, each patch
-    /// applied before the next (a refusal ends the request), then every validating webhook
-    /// on the final object.
+    /// applied before the next (a refusal ends the request there), then every validating
+    /// webhook on the final object.
     pub fn admit(
         &mut self,
         request: &Value,
@@ -128,7 +128,8 @@ impl Deployment {
         let mut current = request.clone();
         let mut admission = Admission::default();
         for (id, mutating) in routed {
-            if mutating && admission.steps.iter().any(|s| !s.allowed()) {
+            // a mutating webhook's refusal ends the request before any other webhook
+            if admission.steps.iter().any(|s| s.mutating && !s.allowed()) {
                 break;
             }
             let step = self.send(&id, mutating, &current);
