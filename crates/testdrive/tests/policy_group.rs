@@ -12,6 +12,7 @@
     clippy::panic
 )]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -157,4 +158,135 @@ fn the_tenant_pod_group_judges_pods_in_policy_server() {
     );
     assert!(deployment.reads().iter().all(|(_, granted)| *granted));
     deployment.stop();
+}
+
+/// Every (group/version/resource, operation) a policy's metadata rules route to it.
+fn routes(metadata: &Metadata) -> BTreeSet<(String, String)> {
+    let list = |rule: &Value, key: &str| -> Vec<String> {
+        rule[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for rule in &metadata.rules {
+        for g in list(rule, "apiGroups") {
+            for v in list(rule, "apiVersions") {
+                for r in list(rule, "resources") {
+                    for o in list(rule, "operations") {
+                        let group = if g.is_empty() {
+                            "core".to_owned()
+                        } else {
+                            g.clone()
+                        };
+                        out.insert((format!("{group}/{v}/{r}"), o));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Routes as `group/version/resource (OPS)`, one kind after the other.
+fn render(routes: &BTreeSet<(String, String)>) -> String {
+    let mut by_kind: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (kind, op) in routes {
+        by_kind.entry(kind).or_default().push(op);
+    }
+    by_kind
+        .iter()
+        .map(|(kind, ops)| format!("`{kind}` ({})", ops.join(", ")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The generated part of docs/policy-groups.md: the policies that cannot be members, and
+/// every family of non-mutating policies with the requests all of them handle (a family is
+/// every policy that handles those requests).
+fn groupable_section() -> String {
+    let mut mutating = Vec::new();
+    let mut handled: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("policies"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let metadata = Metadata::from_file(&dir.join("metadata.yml")).unwrap();
+        if metadata.mutating {
+            mutating.push(format!("`{name}`"));
+        } else {
+            handled.insert(name, routes(&metadata));
+        }
+    }
+    let names: Vec<&String> = handled.keys().collect();
+    let mut families: BTreeMap<Vec<String>, BTreeSet<(String, String)>> = BTreeMap::new();
+    for mask in 1u32..(1 << names.len()) {
+        let chosen: Vec<&String> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, n)| *n)
+            .collect();
+        let common = chosen
+            .iter()
+            .map(|n| handled[*n].clone())
+            .reduce(|a, b| a.intersection(&b).cloned().collect())
+            .unwrap();
+        if chosen.len() < 2 || common.is_empty() {
+            continue;
+        }
+        let family: Vec<String> = handled
+            .iter()
+            .filter(|(_, r)| common.is_subset(r))
+            .map(|(n, _)| n.clone())
+            .collect();
+        families.insert(family, common);
+    }
+    let mut out = String::from(
+        "| members | the requests every member handles: what the group's rules may route |\n|---|---|\n",
+    );
+    for (family, common) in &families {
+        let members: Vec<String> = family.iter().map(|m| format!("`{m}`")).collect();
+        out.push_str(&format!(
+            "| {} | {} |\n",
+            members.join(", "),
+            render(common)
+        ));
+    }
+    let alone: Vec<String> = handled
+        .keys()
+        .filter(|n| !families.keys().any(|f| f.contains(n)))
+        .map(|n| format!("`{n}`"))
+        .collect();
+    out.push_str(&format!(
+        "\nNon-mutating, but sharing no request with another policy (a member only of a group of its own, such as the same policy twice with different settings): {}.\n\nMutating, never a member: {}.\n",
+        alone.join(", "),
+        mutating.join(", ")
+    ));
+    out
+}
+
+#[test]
+fn the_groupable_policies_of_the_docs_are_the_metadatas() {
+    let doc = std::fs::read_to_string(root().join("docs/policy-groups.md")).unwrap();
+    let (begin, end) = (
+        "<!-- groupable: generated from metadata.yml -->\n",
+        "<!-- end groupable -->",
+    );
+    let start = doc
+        .find(begin)
+        .expect("the generated section's start marker")
+        + begin.len();
+    let stop = doc.find(end).expect("the generated section's end marker");
+    let expected = groupable_section();
+    assert!(
+        doc.get(start..stop) == Some(expected.as_str()),
+        "docs/policy-groups.md differs from the metadata; the section should read:\n{expected}"
+    );
 }
