@@ -102,26 +102,15 @@ fn recorded_state(admitted: &AdmittedRequest) -> Result<FakeApi> {
     Ok(api)
 }
 
-/// Runs every request of `files` through policy-server; prints one line per scenario file,
-/// every failure and the summary line.
-pub fn check(
+/// The scenarios of `files`: each one's bindings (renamed `s<NN>-<name>`, on `server`), and
+/// their requests batched by agreeing cluster states; a scenario or request that cannot run
+/// is a failure in `report`.
+fn collect(
     files: &[PathBuf],
     hosts: &mut Hosts,
-    options: &ServerOptions,
-) -> Result<ServerReport> {
-    let started = Instant::now();
-    let install = read_objects(std::slice::from_ref(&options.install_dir))?;
-    let (server, rbac) = install_server(&install, options.server_name.as_deref())?;
-    // the install's RBAC and PolicyServer, not its bindings
-    let base: Vec<Value> = install
-        .into_iter()
-        .filter(|o| {
-            !o.get("kind")
-                .and_then(Value::as_str)
-                .is_some_and(|k| testdrive::controller::BINDING_KINDS.contains(&k))
-        })
-        .collect();
-    let mut report = ServerReport::default();
+    server: &str,
+    report: &mut ServerReport,
+) -> (Vec<Vec<Value>>, Vec<Batch>) {
     let mut manifests: Vec<Vec<Value>> = Vec::new();
     let mut batches: Vec<Batch> = Vec::new();
     for (n, file) in files.iter().enumerate() {
@@ -138,26 +127,7 @@ pub fn check(
             }
         };
         let prefix = format!("s{n:02}-");
-        let mut ids = BTreeSet::new();
-        let renamed: Vec<Value> = scenario
-            .manifests
-            .into_iter()
-            .map(|mut m| {
-                let name = m
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                ids.insert(format!("clusterwide-{prefix}{name}"));
-                if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.insert("name".into(), Value::String(format!("{prefix}{name}")));
-                }
-                if let Some(spec) = m.get_mut("spec").and_then(Value::as_object_mut) {
-                    spec.insert("policyServer".into(), Value::String(server.name.clone()));
-                }
-                m
-            })
-            .collect();
+        let (renamed, ids) = rename(scenario.manifests, &prefix, server);
         manifests.push(renamed);
         for admitted in scenario.requests {
             let label = format!("{stem} › {}", admitted.case.name);
@@ -189,6 +159,54 @@ pub fn check(
             }
         }
     }
+    (manifests, batches)
+}
+
+/// The bindings named `<prefix><name>` on PolicyServer `server`, and their policy ids.
+fn rename(manifests: Vec<Value>, prefix: &str, server: &str) -> (Vec<Value>, BTreeSet<String>) {
+    let mut ids = BTreeSet::new();
+    let renamed = manifests
+        .into_iter()
+        .map(|mut m| {
+            let name = m
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            ids.insert(format!("clusterwide-{prefix}{name}"));
+            if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("name".into(), Value::String(format!("{prefix}{name}")));
+            }
+            if let Some(spec) = m.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.insert("policyServer".into(), Value::String(server.to_owned()));
+            }
+            m
+        })
+        .collect();
+    (renamed, ids)
+}
+
+/// Runs every request of `files` through policy-server; prints every failure and the
+/// summary line.
+pub fn check(
+    files: &[PathBuf],
+    hosts: &mut Hosts,
+    options: &ServerOptions,
+) -> Result<ServerReport> {
+    let started = Instant::now();
+    let install = read_objects(std::slice::from_ref(&options.install_dir))?;
+    let (server, rbac) = install_server(&install, options.server_name.as_deref())?;
+    // the install's RBAC and PolicyServer, not its bindings
+    let base: Vec<Value> = install
+        .into_iter()
+        .filter(|o| {
+            !o.get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| testdrive::controller::BINDING_KINDS.contains(&k))
+        })
+        .collect();
+    let mut report = ServerReport::default();
+    let (manifests, batches) = collect(files, hosts, &server.name, &mut report);
     let modules = ModulesDir::new(&options.modules_dir)?;
     for (b, batch) in batches.into_iter().enumerate() {
         let scenarios: BTreeSet<usize> = batch.units.iter().map(|u| u.scenario).collect();
@@ -224,6 +242,12 @@ pub fn check(
         report.reads.1 += reads.len() - granted;
         deployment.stop();
     }
+    print(&report, started);
+    Ok(report)
+}
+
+/// Every failure, then the summary line.
+fn print(report: &ServerReport, started: Instant) {
     for (label, failures) in &report.failures {
         println!("FAIL {label}");
         for f in failures {
@@ -240,7 +264,6 @@ pub fn check(
         report.reads.1,
         started.elapsed().as_secs_f64()
     );
-    Ok(report)
 }
 
 /// How policy-server's admission differs from the scenario's expectations and testdrive's.

@@ -22,7 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The CLI (`testdrive run|check|bench|annotate|record|seeds|e2e|bench-server|publish-local`)
+//! The CLI (`testdrive run|check|bench|annotate|record|seeds|e2e|bench-server|publish-local|install-e2e`)
 //! is a thin layer
 //! over this library.
 

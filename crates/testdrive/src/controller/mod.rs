@@ -153,6 +153,100 @@ fn non_empty(value: Option<&Value>) -> Option<Value> {
         .cloned()
 }
 
+/// What every entry of a binding carries.
+struct Common<'a> {
+    namespaced_name: Value,
+    mode: &'a str,
+    message: &'a str,
+    host_capabilities: Value,
+    cluster_wide: bool,
+}
+
+/// A group's entry: its members, expression and message; its members' modules are added to
+/// `modules`.
+fn group_entry(
+    spec: &Value,
+    common: &Common<'_>,
+    modules: &mut Vec<String>,
+) -> Result<Value, String> {
+    let mut members = Map::new();
+    for (member, m) in spec
+        .get("policies")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let module = m.get("module").and_then(Value::as_str).unwrap_or_default();
+        modules.push(module.to_owned());
+        let mut out = Map::new();
+        out.insert("module".into(), json!(module));
+        out.insert(
+            "settings".into(),
+            m.get("settings").cloned().unwrap_or(Value::Null),
+        );
+        if common.cluster_wide
+            && let Some(resources) = non_empty(m.get("contextAwareResources"))
+        {
+            out.insert("contextAwareResources".into(), resources);
+        }
+        if let Some(timeout) = m.get("timeoutEvalSeconds").filter(|t| !t.is_null()) {
+            out.insert("timeoutEvalSeconds".into(), timeout.clone());
+        }
+        out.insert("hostCapabilities".into(), common.host_capabilities.clone());
+        members.insert(member.clone(), Value::Object(out));
+    }
+    if members.is_empty() {
+        return Err("a group without policies".into());
+    }
+    Ok(json!({
+        "namespacedName": common.namespaced_name,
+        "policyMode": common.mode,
+        "policies": members,
+        "expression": spec.get("expression").and_then(Value::as_str).unwrap_or_default(),
+        "message": common.message,
+    }))
+}
+
+/// A policy's entry and whether it mutates; its module is added to `modules`.
+fn policy_entry(
+    spec: &Value,
+    settings: Value,
+    common: &Common<'_>,
+    modules: &mut Vec<String>,
+) -> Result<(Value, bool), String> {
+    let module = spec
+        .get("module")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if module.is_empty() {
+        return Err("no spec.module".into());
+    }
+    modules.push(module.to_owned());
+    let mutating = spec
+        .get("mutating")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let mut entry = Map::new();
+    entry.insert("namespacedName".into(), common.namespaced_name.clone());
+    entry.insert("module".into(), json!(module));
+    entry.insert("policyMode".into(), json!(common.mode));
+    entry.insert("allowedToMutate".into(), json!(mutating));
+    if common.cluster_wide
+        && let Some(resources) = non_empty(spec.get("contextAwareResources"))
+    {
+        entry.insert("contextAwareResources".into(), resources);
+    }
+    entry.insert("settings".into(), settings);
+    if !common.message.is_empty() {
+        entry.insert("message".into(), json!(common.message));
+    }
+    if let Some(timeout) = spec.get("timeoutEvalSeconds").filter(|t| !t.is_null()) {
+        entry.insert("timeoutEvalSeconds".into(), timeout.clone());
+    }
+    entry.insert("hostCapabilities".into(), common.host_capabilities.clone());
+    Ok((Value::Object(entry), mutating))
+}
+
 impl Controller {
     /// Loads the bindings of `server` among `objects`.
     pub fn load(objects: &[Value], server: &PolicyServerSpec) -> Result<Controller> {
@@ -239,73 +333,21 @@ impl Controller {
             .get("message")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        let common = Common {
+            namespaced_name,
+            mode,
+            message,
+            host_capabilities,
+            cluster_wide,
+        };
         let mut modules = Vec::new();
         let (entry, mutating) = if group {
-            let mut members = Map::new();
-            for (member, m) in spec
-                .get("policies")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-            {
-                let module = m.get("module").and_then(Value::as_str).unwrap_or_default();
-                modules.push(module.to_owned());
-                let mut out = Map::new();
-                out.insert("module".into(), json!(module));
-                out.insert(
-                    "settings".into(),
-                    m.get("settings").cloned().unwrap_or(Value::Null),
-                );
-                if cluster_wide && let Some(resources) = non_empty(m.get("contextAwareResources")) {
-                    out.insert("contextAwareResources".into(), resources);
-                }
-                if let Some(timeout) = m.get("timeoutEvalSeconds").filter(|t| !t.is_null()) {
-                    out.insert("timeoutEvalSeconds".into(), timeout.clone());
-                }
-                out.insert("hostCapabilities".into(), host_capabilities.clone());
-                members.insert(member.clone(), Value::Object(out));
-            }
-            if members.is_empty() {
-                return Err(invalid("a group without policies".into()));
-            }
-            let entry = json!({
-                "namespacedName": namespaced_name,
-                "policyMode": mode,
-                "policies": members,
-                "expression": spec.get("expression").and_then(Value::as_str).unwrap_or_default(),
-                "message": message,
-            });
-            (entry, false)
+            (
+                group_entry(&spec, &common, &mut modules).map_err(invalid)?,
+                false,
+            )
         } else {
-            let module = spec
-                .get("module")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if module.is_empty() {
-                return Err(invalid("no spec.module".into()));
-            }
-            modules.push(module.to_owned());
-            let mutating = spec
-                .get("mutating")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let mut entry = Map::new();
-            entry.insert("namespacedName".into(), namespaced_name);
-            entry.insert("module".into(), json!(module));
-            entry.insert("policyMode".into(), json!(mode));
-            entry.insert("allowedToMutate".into(), json!(mutating));
-            if cluster_wide && let Some(resources) = non_empty(spec.get("contextAwareResources")) {
-                entry.insert("contextAwareResources".into(), resources);
-            }
-            entry.insert("settings".into(), settings);
-            if !message.is_empty() {
-                entry.insert("message".into(), json!(message));
-            }
-            if let Some(timeout) = spec.get("timeoutEvalSeconds").filter(|t| !t.is_null()) {
-                entry.insert("timeoutEvalSeconds".into(), timeout.clone());
-            }
-            entry.insert("hostCapabilities".into(), host_capabilities);
-            (Value::Object(entry), mutating)
+            policy_entry(&spec, settings, &common, &mut modules).map_err(invalid)?
         };
         let route = self.route(&id, cluster_wide, namespace.as_deref(), &spec)?;
         if let Some(conditions) = spec
