@@ -116,8 +116,19 @@ check: policies testdrive
 	  then case $$t in */invalid-*) echo "capsule-bindings converted $$t, which it must refuse"; exit 1;; esac; \
 	  else case $$t in */invalid-*) ;; *) echo "capsule-bindings cannot convert $$t"; exit 1;; esac; fi; \
 	done
+	@rm -rf $(TARGET_DIR)/manifests/install && mkdir -p $(TARGET_DIR)/manifests/install
+	$(CAPSULE_BINDINGS) install --output $(TARGET_DIR)/manifests/install/monitor --mode monitor \
+	  --policy-server tenants --replicas 3 --failure-policy Ignore --timeout-seconds 5 \
+	  --skip-namespace kube-system --skip-namespace monitoring --opt-in openshift --opt-in legacy-ingress
+	$(CAPSULE_BINDINGS) convert $(CAPSULE_DATA)/tenants/solar.yaml --registry ghcr.io/acme --wasm-dir $(WASM_DIR) \
+	  --mode monitor --policy-server tenants --opt-in legacy-ingress \
+	  --output $(TARGET_DIR)/manifests/install/solar-monitor.yaml 2> /dev/null
+	@if command -v kubectl > /dev/null; then \
+	  kubectl kustomize deploy > $(TARGET_DIR)/manifests/install/kustomize-deploy.yaml && \
+	  echo "kubectl kustomize deploy: $$(grep -c '^kind:' $(TARGET_DIR)/manifests/install/kustomize-deploy.yaml) objects rendered"; \
+	else echo "kubectl kustomize deploy: skipped (no kubectl)"; fi
 	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) $(if $(KUBEWARDEN_CRDS),--crds $(KUBEWARDEN_CRDS)) \
-	  --generated $(TARGET_DIR)/manifests/capsule
+	  --generated $(TARGET_DIR)/manifests/capsule --generated $(TARGET_DIR)/manifests/install
 	$(TESTDRIVE) shapes --wasm-dir $(WASM_DIR)
 	$(TESTDRIVE) check --wasm-dir $(WASM_DIR)
 

@@ -95,6 +95,9 @@ pub fn check(written: &Written, source: Source, ctx: &Context<'_>) -> Verdict {
         None => verdict.problems.push("metadata.name: required".into()),
     }
     let spec = value.get("spec").cloned().unwrap_or(Value::Null);
+    if let Some(problem) = dropped_match_labels(kind, &spec) {
+        verdict.problems.push(problem);
+    }
     let members: Vec<(String, &Value)> = match kind {
         "ClusterAdmissionPolicy" | "AdmissionPolicy" => vec![("spec".into(), &spec)],
         "ClusterAdmissionPolicyGroup" | "AdmissionPolicyGroup" => spec
@@ -255,6 +258,32 @@ fn member_checks(
     }
 }
 
+/// kubewarden-controller builds the webhook's `namespaceSelector` of a cluster-wide binding
+/// from its own `NotIn [<controller namespace>]` and the binding's `matchExpressions` only:
+/// `matchLabels` are dropped, and the binding then judges every namespace.
+fn dropped_match_labels(kind: &str, spec: &Value) -> Option<String> {
+    if !matches!(
+        kind,
+        "ClusterAdmissionPolicy" | "ClusterAdmissionPolicyGroup"
+    ) {
+        return None;
+    }
+    let labels = spec
+        .pointer("/namespaceSelector/matchLabels")
+        .and_then(Value::as_object)?;
+    if labels.is_empty() {
+        return None;
+    }
+    let keys: Vec<&str> = labels.keys().map(String::as_str).collect();
+    Some(format!(
+        "spec.namespaceSelector.matchLabels ({}): kubewarden-controller keeps only the \
+         matchExpressions of a {kind}'s namespaceSelector, so these labels are dropped and the \
+         binding judges every namespace; write each as {{key, operator: In, values: [value]}} \
+         under matchExpressions",
+        keys.join(", ")
+    ))
+}
+
 /// Every combination of every rule of `spec.rules` must be one some metadata rule (or opt-in
 /// rule, `optional-rules.yml`) covers, but for a resource the manifest explains with a comment
 /// `# not in metadata: <resource>: <why>` (a custom resource the settings name, say).
@@ -363,6 +392,21 @@ mod tests {
 
     fn meta(yaml: &str) -> Metadata {
         Metadata::from_yaml_str(yaml, "test").expect("metadata")
+    }
+
+    #[test]
+    fn match_labels_of_cluster_wide_bindings_are_refused() {
+        let spec = serde_json::json!({"namespaceSelector": {"matchLabels": {"t": "solar"}}});
+        let problem = dropped_match_labels("ClusterAdmissionPolicy", &spec).unwrap();
+        assert!(
+            problem.starts_with(
+                "spec.namespaceSelector.matchLabels (t): kubewarden-controller keeps only"
+            ),
+            "{problem}"
+        );
+        assert!(dropped_match_labels("AdmissionPolicy", &spec).is_none());
+        let expressions = serde_json::json!({"namespaceSelector": {"matchExpressions": [{"key": "t", "operator": "In", "values": ["solar"]}]}});
+        assert!(dropped_match_labels("ClusterAdmissionPolicyGroup", &expressions).is_none());
     }
 
     #[test]
