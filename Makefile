@@ -7,6 +7,9 @@
 #   make e2e    every declarative case through the real kwctl ($(KWCTL), else kwctl on PATH), and
 #               every audit file through the real policy-server's /audit/<id>
 #   make bench-server  throughput of the bench scenarios in the real policy-server (not in make test)
+#   make install-e2e deploy/ as Kubewarden runs it (part of make e2e): the controller's policies.yml
+#               in the real policy-server, RBAC enforced, a case per context-aware policy and every
+#               Capsule scenario routed as the API server routes them
 #   make publish-local the release rehearsed against a local OCI registry (part of make e2e): every
 #               annotated module pushed by .github/scripts/release.sh, pulled and run by the real
 #               policy-server, the Artifact Hub branch pushed concurrently, the README install commands
@@ -34,7 +37,7 @@ SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,pod.json pod-image-gcr.j
   pvc-no-class.json service-node-port.json ingress-host-bank.json gateway-no-class.json \
   claim-gpu-secret.json pod-oil-dev.json)
 
-.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local deploy fuzz clean
+.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local install-e2e deploy fuzz clean
 
 run: setup policies testdrive
 	@echo "== seed example: bob (not in tenantA-users) tolerates dedicated=tenantA =="
@@ -136,16 +139,17 @@ check: policies testdrive
 # Every declarative case through the real kwctl: kwctl annotate (no warning allowed), kwctl
 # scaffold artifacthub, then kwctl run per case (replay sessions; `cluster:` objects recorded
 # into one), judged like `check` and compared with testdrive's answer; its line
-# "N passed, N failed". Then make publish-local (it needs policy-server too), and every audit
-# file through the real policy-server's /audit/<id> (annotated modules, lookups answered by
-# testdrive's fake API server), whose reports must be the expected ones and testdrive's; its
-# last line "audit: N objects of N policies, N pass, N fail, as expected through testdrive
-# and policy-server".
+# "N passed, N failed". Then make publish-local and make install-e2e (they need policy-server
+# too), and every audit file through the real policy-server's /audit/<id> (annotated modules,
+# lookups answered by testdrive's fake API server), whose reports must be the expected ones and
+# testdrive's; its last line "audit: N objects of N policies, N pass, N fail, as expected
+# through testdrive and policy-server".
 e2e: policies testdrive
 	@test -n "$(KWCTL)" || { echo "make e2e needs kwctl: set KWCTL=/path/to/kwctl or put kwctl on PATH"; exit 1; }
 	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR) --kwctl $(KWCTL) --work-dir $(TARGET_DIR)/e2e-capsule-bindings
 	$(TESTDRIVE) e2e --kwctl $(KWCTL) --wasm-dir $(WASM_DIR) --work-dir $(TARGET_DIR)/e2e
 	$(MAKE) --no-print-directory publish-local
+	$(MAKE) --no-print-directory install-e2e
 	$(TESTDRIVE) audit --wasm-dir $(WASM_DIR) --policy-server $(POLICY_SERVER) \
 	  --annotated-dir $(TARGET_DIR)/annotated --work-dir $(TARGET_DIR)/audit
 
@@ -220,6 +224,35 @@ publish-local: annotate
 	  --annotated-dir $(TARGET_DIR)/annotated --work-dir $(PUBLISH_DIR)
 	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) $(if $(KUBEWARDEN_CRDS),--crds $(KUBEWARDEN_CRDS)) \
 	  --generated $(PUBLISH_DIR)/scaffold
+
+# The install directory run as Kubewarden runs it (needs $(POLICY_SERVER)). testdrive install-e2e:
+# deploy/'s PolicyServer, the ClusterRole bound to its ServiceAccount and its bindings, plus a
+# ClusterAdmissionPolicy per context-aware policy (its metadata, one case's settings), turned
+# into policies.yml as kubewarden-controller does and run by the real policy-server, whose
+# lookups the fake API server answers under that ClusterRole (403 Forbidden otherwise); each
+# case routed as the API server routes it (rules, namespaceSelector); last line
+# "install-e2e: N policies loaded as the controller would, N/N answered as expected, RBAC
+# enforced (N reads granted, N refused)". It must fail when the role lacks a resource a policy
+# reads and when a binding lacks a contextAwareResources entry (both shown on
+# priority-class-policy). Then every Capsule scenario request through policy-server
+# (capsule-bindings check --policy-server) and the ClusterAdmissionPolicyGroup example.
+INSTALL_E2E_DIR := $(TARGET_DIR)/install-e2e
+install-e2e: annotate
+	@test -n "$(POLICY_SERVER)" || { echo "make install-e2e needs policy-server: set POLICY_SERVER=/path/to/policy-server, put it on PATH or beside $(KWCTL)"; exit 1; }
+	$(TESTDRIVE) install-e2e --policy-server $(POLICY_SERVER) --deploy deploy \
+	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) --work-dir $(INSTALL_E2E_DIR)/install
+	@for hole in "--drop-role-resource priorityclasses=403 Forbidden" \
+	  "--drop-context-aware priority-class-policy=has not been granted access"; do \
+	  flag=$${hole%%=*}; expected=$${hole#*=}; log=$(INSTALL_E2E_DIR)/hole.log; \
+	  if $(TESTDRIVE) install-e2e policies/priority-class-policy --policy-server $(POLICY_SERVER) --deploy deploy \
+	    --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) --work-dir $(INSTALL_E2E_DIR)/hole $$flag > $$log 2>&1; \
+	  then echo "install-e2e $$flag passed: it must fail (see $$log)"; exit 1; fi; \
+	  grep -q "FAIL priority-class-policy.*$$expected" $$log || { echo "install-e2e $$flag failed without \"$$expected\" (see $$log)"; exit 1; }; \
+	  echo "install-e2e $$flag fails as it must: $$expected"; \
+	done
+	$(CAPSULE_BINDINGS) check --policy-server $(POLICY_SERVER) --install-dir deploy \
+	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) --work-dir $(INSTALL_E2E_DIR)/capsule
+	POLICY_SERVER=$(POLICY_SERVER) $(CARGO) test --profile host -p testdrive --test policy_group --test install_e2e
 
 # Fuzzing (cargo-fuzz on nightly, native, address sanitizer by default): per policy
 # `<short>_validate` (validate payloads, against an empty and a failing cluster) and

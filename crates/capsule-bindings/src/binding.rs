@@ -67,9 +67,11 @@ pub fn manifest(
         }
     };
     spec.insert("rules".into(), Value::Array(rules));
+    // kubewarden-controller keeps only the matchExpressions of a ClusterAdmissionPolicy's
+    // namespaceSelector (beside its own namespace's exclusion): matchLabels would be dropped
     spec.insert(
         "namespaceSelector".into(),
-        json!({"matchLabels": Value::Object(selected)}),
+        json!({"matchExpressions": [{"key": options.tenant_label, "operator": "In", "values": [tenant]}]}),
     );
     if !metadata.context_aware_resources.is_empty() {
         let resources: Vec<Value> = metadata
@@ -326,7 +328,7 @@ mod tests {
         );
         assert_eq!(
             m["spec"]["namespaceSelector"],
-            json!({"matchLabels": {"capsule.clastix.io/tenant": "solar"}})
+            json!({"matchExpressions": [{"key": "capsule.clastix.io/tenant", "operator": "In", "values": ["solar"]}]})
         );
         let binding = Binding::from_manifest(&m).unwrap();
         assert_eq!(binding.policy.name, "priority-class-policy");

@@ -40,6 +40,7 @@ pub mod placement;
 pub mod regex;
 pub mod report;
 pub mod scenario;
+pub mod server;
 pub mod tenant;
 pub mod translate;
 

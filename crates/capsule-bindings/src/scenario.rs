@@ -283,11 +283,11 @@ pub fn run_file(
         }
     };
     let bindings = match convert_scenario(&scenario, base, hosts) {
-        Ok((bindings, failures)) if failures.is_empty() => {
+        Ok((bindings, _, failures)) if failures.is_empty() => {
             report.passed += 1;
             bindings
         }
-        Ok((bindings, failures)) => {
+        Ok((bindings, _, failures)) => {
             report.failures.push((conversion_case, failures));
             bindings
         }
@@ -331,6 +331,68 @@ pub fn run_file(
     report
 }
 
+/// One request of a scenario, judged in testdrive.
+#[derive(Debug, Clone)]
+pub struct AdmittedRequest {
+    /// The case.
+    pub case: RequestCase,
+    /// The AdmissionRequest (overrides applied).
+    pub request: Value,
+    /// The cluster's objects for it.
+    pub objects: Vec<Value>,
+    /// The bindings' answers in testdrive, with the reads each made.
+    pub admission: Admission,
+}
+
+/// A scenario's bindings (as written by the conversion) and its requests judged in testdrive.
+#[derive(Debug, Clone)]
+pub struct AdmittedScenario {
+    /// The ClusterAdmissionPolicies of the conversion.
+    pub manifests: Vec<Value>,
+    /// Every request, with testdrive's admission (a request that could not run is left out
+    /// and reported by [`run_file`]).
+    pub requests: Vec<AdmittedRequest>,
+}
+
+/// Converts a scenario's Tenant and judges each request in testdrive, for another host to
+/// answer the same requests.
+pub fn admit_scenario(file: &Path, hosts: &mut Hosts) -> Result<AdmittedScenario> {
+    let scenario = load(file)?;
+    let base = file.parent().unwrap_or(Path::new("."));
+    let cluster = cluster_objects(&scenario, base)?;
+    let (bindings, manifests, _) = convert_scenario(&scenario, base, hosts)?;
+    let mut requests = Vec::new();
+    for case in &scenario.requests {
+        let Ok(admission) = run_request(case, &cluster, base, &bindings, hosts) else {
+            continue;
+        };
+        let objects: Vec<Value> = cluster.iter().chain(&case.cluster).cloned().collect();
+        let request = load_case_request(case, base)?;
+        requests.push(AdmittedRequest {
+            case: case.clone(),
+            request,
+            objects,
+            admission,
+        });
+    }
+    Ok(AdmittedScenario {
+        manifests,
+        requests,
+    })
+}
+
+/// The AdmissionRequest of a case, overrides applied.
+fn load_case_request(case: &RequestCase, base: &Path) -> Result<Value> {
+    let mut request = match &case.request {
+        RequestSpec::Path(rel) => testdrive::request::load_request(&base.join(rel))?,
+        RequestSpec::Inline(map) => unwrap_review(Value::Object(Map::clone(map)), &case.name)?,
+    };
+    if let Some(patch) = &case.override_ {
+        merge_patch(&mut request, patch);
+    }
+    Ok(request)
+}
+
 /// The objects of `clusterFile`, then those of `cluster`.
 fn cluster_objects(scenario: &ScenarioFile, base: &Path) -> Result<Vec<Value>> {
     let mut objects = match &scenario.cluster_file {
@@ -354,7 +416,7 @@ fn convert_scenario(
     scenario: &ScenarioFile,
     base: &Path,
     hosts: &mut Hosts,
-) -> Result<(Vec<Binding>, Vec<String>)> {
+) -> Result<(Vec<Binding>, Vec<Value>, Vec<String>)> {
     let path = base.join(&scenario.tenant);
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
     let tenants = parse_tenants(&text, &path.display().to_string())?;
@@ -443,7 +505,7 @@ fn convert_scenario(
         .iter()
         .map(Binding::from_manifest)
         .collect::<Result<Vec<_>>>()?;
-    Ok((bindings, failures))
+    Ok((bindings, conversion.bindings, failures))
 }
 
 fn run_request(
@@ -453,13 +515,7 @@ fn run_request(
     bindings: &[Binding],
     hosts: &mut Hosts,
 ) -> Result<Admission> {
-    let mut request = match &case.request {
-        RequestSpec::Path(rel) => testdrive::request::load_request(&base.join(rel))?,
-        RequestSpec::Inline(map) => unwrap_review(Value::Object(Map::clone(map)), &case.name)?,
-    };
-    if let Some(patch) = &case.override_ {
-        merge_patch(&mut request, patch);
-    }
+    let request = load_case_request(case, base)?;
     let objects = ClusterObjects::new(cluster.iter().chain(&case.cluster).cloned().collect())?;
     admit(bindings, &request, &objects, hosts)
 }

@@ -553,7 +553,7 @@ pub fn disagreement(kwctl: &Evaluation, testdrive: &Evaluation) -> Option<String
 
 /// How the answer of the real `host` (kwctl, policy-server) differs from testdrive's, if it
 /// does: verdict, code, message, patch and warnings.
-pub(crate) fn host_disagreement(
+pub fn host_disagreement(
     host: &str,
     theirs: &Evaluation,
     testdrive: &Evaluation,

@@ -22,7 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The CLI (`testdrive run|check|bench|annotate|record|seeds|e2e|bench-server|publish-local`)
+//! The CLI (`testdrive run|check|bench|annotate|record|seeds|e2e|bench-server|publish-local|install-e2e`)
 //! is a thin layer
 //! over this library.
 
@@ -35,11 +35,13 @@ pub mod bench;
 pub mod callbacks;
 pub mod cases;
 pub mod cluster;
+pub mod controller;
 pub mod e2e;
 pub mod error;
 pub mod host;
 mod http;
 pub mod identity;
+pub mod install;
 pub mod manifests;
 pub mod metadata;
 pub mod packaging;

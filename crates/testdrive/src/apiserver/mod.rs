@@ -20,6 +20,7 @@
 //! `timeoutSeconds` pass: the recorded state does not change during a benchmark.
 
 mod query;
+mod rbac;
 mod serve;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ use crate::callbacks::KubernetesRequest;
 use crate::error::{Error, Result};
 use crate::replay::{Exchange, ExchangeResponse};
 use query::Target;
+pub use rbac::{Access, Rbac};
 pub use serve::RunningApi;
 
 /// One answer: HTTP status and JSON body.
@@ -102,6 +104,19 @@ pub struct FakeApi {
     lists: BTreeMap<ListKey, Listed>,
     /// apiVersion → kind → resource.
     kinds: BTreeMap<String, BTreeMap<String, Resource>>,
+    /// The reads granted to the client, `None`: every read.
+    rbac: Option<Rbac>,
+}
+
+/// What the RBAC of a [`FakeApi`] says of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Authorization {
+    /// Discovery or another path every client may read.
+    Open,
+    /// A read the role grants (or no role is enforced).
+    Granted(Access),
+    /// A read the role does not grant: answered 403.
+    Refused(Access),
 }
 
 impl FakeApi {
@@ -194,6 +209,54 @@ impl FakeApi {
                 Ok(resource)
             }
         }
+    }
+
+    /// Enforces `rbac`: every read it does not grant answers `403 Forbidden`.
+    pub fn with_rbac(mut self, rbac: Rbac) -> Self {
+        self.rbac = Some(rbac);
+        self
+    }
+
+    /// Whether the client may make the read of `target` (`GET path?query`).
+    pub fn authorize(&self, target: &str) -> Authorization {
+        let parsed = Target::parse(target);
+        match Access::of_target(&parsed.path, parsed.watch) {
+            None => Authorization::Open,
+            Some(access) if self.rbac.as_ref().is_none_or(|r| r.grants(&access)) => {
+                Authorization::Granted(access)
+            }
+            Some(access) => Authorization::Refused(access),
+        }
+    }
+
+    /// The `403 Forbidden` answer to a refused read.
+    fn forbidden(&self, access: &Access) -> Answer {
+        self.rbac.clone().unwrap_or_default().forbidden(access)
+    }
+
+    /// The Namespace objects it serves (got, or listed).
+    pub fn namespaces(&self) -> Vec<Value> {
+        let got = self
+            .objects
+            .values()
+            .filter(|a| a.status == 200)
+            .filter_map(|a| serde_json::from_str::<Value>(&a.body).ok());
+        let listed = self.lists.values().flat_map(|l| match l {
+            Listed::Items { kind, items, .. } if kind == "Namespace" => items
+                .iter()
+                .map(|i| {
+                    let mut i = i.clone();
+                    if let Some(map) = i.as_object_mut() {
+                        map.insert("kind".into(), json!("Namespace"));
+                    }
+                    i
+                })
+                .collect(),
+            _ => Vec::new(),
+        });
+        got.chain(listed)
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Namespace"))
+            .collect()
     }
 
     /// Whether nothing is served.
@@ -526,6 +589,68 @@ mod tests {
         assert_eq!((code, status["message"].as_str()), (500, Some("boom")));
         assert_eq!(http_get(port, "/apis/apps/v1").0, 404);
         assert_eq!(http_get(port, "/version").1["major"], "1");
+    }
+
+    #[test]
+    fn enforces_the_role_and_serves_discovery() {
+        let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"}}"#;
+        let pc = r#"{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"gold"}}"#;
+        let objects = crate::cluster::yaml_objects(
+            "kind: ClusterRole\nmetadata: {name: r}\nrules: [{apiGroups: [''], resources: [namespaces], verbs: [get]}]\n---\n\
+             kind: ClusterRoleBinding\nmetadata: {name: b}\nroleRef: {kind: ClusterRole, name: r}\n\
+             subjects: [{kind: ServiceAccount, name: ps, namespace: kubewarden}]\n",
+            "t",
+        )
+        .unwrap();
+        let api = FakeApi::from_exchanges(&[
+            get_exchange(
+                "Namespace",
+                "v1",
+                "team-a",
+                None,
+                ExchangeResponse::Success { payload: ns.into() },
+            ),
+            get_exchange(
+                "PriorityClass",
+                "scheduling.k8s.io/v1",
+                "gold",
+                None,
+                ExchangeResponse::Success { payload: pc.into() },
+            ),
+        ])
+        .unwrap()
+        .with_rbac(Rbac::for_service_account(&objects, "kubewarden", "ps"));
+        let running = api.serve().unwrap();
+        let port = running.port();
+        assert_eq!(http_get(port, "/api/v1/namespaces/team-a").0, 200);
+        let (code, status) = http_get(port, "/apis/scheduling.k8s.io/v1/priorityclasses/gold");
+        assert_eq!(code, 403);
+        assert_eq!(
+            status,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "priorityclasses.scheduling.k8s.io \"gold\" is forbidden: User \"system:serviceaccount:kubewarden:ps\" cannot get resource \"priorityclasses\" in API group \"scheduling.k8s.io\" at the cluster scope",
+                "reason": "Forbidden", "details": {"name": "gold", "group": "scheduling.k8s.io", "kind": "priorityclasses"}, "code": 403})
+        );
+        assert_eq!(http_get(port, "/apis/scheduling.k8s.io/v1").0, 200);
+        assert_eq!(http_get(port, "/api/v1").0, 200);
+        let reads: Vec<(String, bool)> = running
+            .reads()
+            .into_iter()
+            .map(|(a, granted)| (a.to_string(), granted))
+            .collect();
+        assert_eq!(
+            reads,
+            [
+                (
+                    "get core/namespaces in team-a named team-a".to_owned(),
+                    true
+                ),
+                (
+                    "get scheduling.k8s.io/priorityclasses named gold".to_owned(),
+                    false
+                )
+            ]
+        );
     }
 
     #[test]

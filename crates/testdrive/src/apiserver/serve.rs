@@ -4,11 +4,11 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{Answer, FakeApi, Reply, status_answer};
+use super::{Access, Answer, Authorization, FakeApi, Reply, status_answer};
 use crate::error::{Error, Result};
 
 /// How often a held watch looks whether the server stopped.
@@ -24,8 +24,10 @@ impl FakeApi {
             .map_err(|e| Error::Invalid(format!("fake API server: {e}")))?
             .port();
         let stop = Arc::new(AtomicBool::new(false));
+        let reads = Arc::new(Mutex::new(Vec::new()));
         let api = Arc::new(self);
         let stopping = stop.clone();
+        let log = reads.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stopping.load(Ordering::Relaxed) {
@@ -34,11 +36,12 @@ impl FakeApi {
                 if let Ok(stream) = stream {
                     let api = api.clone();
                     let stopping = stopping.clone();
-                    std::thread::spawn(move || serve_connection(&api, stream, &stopping));
+                    let log = log.clone();
+                    std::thread::spawn(move || serve_connection(&api, stream, &stopping, &log));
                 }
             }
         });
-        Ok(RunningApi { port, stop })
+        Ok(RunningApi { port, stop, reads })
     }
 }
 
@@ -47,9 +50,23 @@ impl FakeApi {
 pub struct RunningApi {
     pub(super) port: u16,
     stop: Arc<AtomicBool>,
+    reads: ReadLog,
 }
 
+/// Every read served so far, with whether the RBAC granted it.
+type ReadLog = Arc<Mutex<Vec<(Access, bool)>>>;
+
 impl RunningApi {
+    /// The port it listens on (loopback).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Every read answered so far (discovery aside), in order, with whether it was granted.
+    pub fn reads(&self) -> Vec<(Access, bool)> {
+        self.reads.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
     /// Writes a kubeconfig that points a client at this server.
     pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
         let text = format!(
@@ -117,13 +134,24 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Head> {
 
 /// Answers requests on one connection: kept alive for HTTP/1.1 until the client closes it
 /// or asks `Connection: close`, one request for HTTP/1.0; a watch ends the connection.
-fn serve_connection(api: &FakeApi, stream: TcpStream, stop: &AtomicBool) {
+fn serve_connection(api: &FakeApi, stream: TcpStream, stop: &AtomicBool, log: &ReadLog) {
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
     let mut reader = BufReader::new(stream);
     while let Some(head) = read_request(&mut reader) {
-        let reply = if head.method == "GET" {
+        let authorization = api.authorize(&head.target);
+        if let (Authorization::Granted(access) | Authorization::Refused(access), Ok(mut log)) =
+            (&authorization, log.lock())
+        {
+            log.push((
+                access.clone(),
+                matches!(authorization, Authorization::Granted(_)),
+            ));
+        }
+        let reply = if let Authorization::Refused(access) = &authorization {
+            Reply::Full(api.forbidden(access))
+        } else if head.method == "GET" {
             api.reply(&head.target)
         } else {
             Reply::Full(status_answer(
@@ -176,6 +204,7 @@ fn reason_phrase(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         _ => "Internal Server Error",

@@ -21,7 +21,7 @@ mod branch;
 mod registry;
 mod release;
 mod scaffold;
-mod server;
+pub(crate) mod server;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -26,28 +26,28 @@ use crate::server_bench::{PolicyBinding, PolicyServer, write_review};
 
 /// The case policy-server answers for one policy, with testdrive's answer.
 #[derive(Debug, Clone)]
-pub(super) struct Pick {
+pub(crate) struct Pick {
     /// The case's name.
-    pub(super) name: String,
+    pub(crate) name: String,
     /// Its case file.
-    pub(super) file: PathBuf,
+    pub(crate) file: PathBuf,
     /// Its settings (the policy's settings in policies.yml).
-    pub(super) settings: Value,
+    pub(crate) settings: Value,
     /// Its AdmissionRequest.
-    pub(super) request: Value,
+    pub(crate) request: Value,
     /// What it expects.
-    pub(super) expect: Expect,
+    pub(crate) expect: Expect,
     /// testdrive's answer.
-    pub(super) testdrive: Evaluation,
+    pub(crate) testdrive: Evaluation,
     /// Lookups answered by the fake API server.
-    pub(super) lookups: usize,
+    pub(crate) lookups: usize,
 }
 
 /// Chooses the case of the policy in `dir`: the first request case with an expected verdict
 /// that testdrive passes without any failed lookup and whose lookups agree with `cluster`
 /// (preferring, for a policy that reads the cluster, one that makes lookups); its lookups
 /// are added to `cluster`.
-pub(super) fn pick_case(
+pub(crate) fn pick_case(
     dir: &Path,
     binding: &PolicyBinding,
     cluster: &mut FakeApi,
@@ -229,7 +229,7 @@ fn judge(port: u16, dir: &Path, policy: &str, pick: &Pick) -> Vec<String> {
 }
 
 /// policy-server's AdmissionReview answer as an evaluation.
-fn read_answer(status: u16, body: &[u8]) -> std::result::Result<Evaluation, String> {
+pub(crate) fn read_answer(status: u16, body: &[u8]) -> std::result::Result<Evaluation, String> {
     let excerpt = || {
         String::from_utf8_lossy(body)
             .chars()

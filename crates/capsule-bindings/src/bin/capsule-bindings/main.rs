@@ -175,6 +175,20 @@ struct CheckArgs {
     /// Only requests whose name (or file name) contains this.
     #[arg(long)]
     filter: Option<String>,
+    /// Instead, send every scenario request through this policy-server, configured as
+    /// kubewarden-controller configures it from the converted bindings, its lookups answered
+    /// under the install directory's ClusterRole.
+    #[arg(long)]
+    policy_server: Option<PathBuf>,
+    /// The PolicyServer under test (default: the only one of --install-dir).
+    #[arg(long)]
+    policy_server_name: Option<String>,
+    /// The install directory (its PolicyServer, ServiceAccount and RBAC), for --policy-server.
+    #[arg(long, default_value = "deploy")]
+    install_dir: PathBuf,
+    /// The annotated modules (make annotate), for --policy-server.
+    #[arg(long, default_value = "target/annotated")]
+    modules_dir: PathBuf,
 }
 
 fn main() -> ExitCode {
@@ -329,6 +343,27 @@ fn try_requests(args: TryArgs) -> Result<ExitCode> {
 
 fn check(args: CheckArgs) -> Result<ExitCode> {
     let files = scenario_files(&args.paths)?;
+    if let Some(policy_server) = args.policy_server {
+        let options = capsule_bindings::server::ServerOptions {
+            policy_server,
+            server_name: args.policy_server_name,
+            install_dir: args.install_dir,
+            modules_dir: args.modules_dir,
+            work_dir: args.work_dir.join("policy-server"),
+        };
+        println!(
+            "capsule-bindings check: every scenario request through {} ({} files)",
+            capsule_bindings::server::describe(&options),
+            files.len()
+        );
+        let mut hosts = Hosts::new(args.wasm_dir.clone());
+        let report = capsule_bindings::server::check(&files, &mut hosts, &options)?;
+        return Ok(if capsule_bindings::server::require_pass(&report).is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     let kwctl = args.kwctl.map(|kwctl| KwctlOptions {
         kwctl,
         work_dir: args.work_dir,

@@ -49,6 +49,41 @@ pub(crate) enum Command {
     /// The release rehearsed against a local OCI registry: release.sh push, the modules pulled
     /// and run by the real policy-server, the Artifact Hub branch, the README install commands.
     PublishLocal(PublishLocalArgs),
+    /// The install directory run as Kubewarden runs it: the controller's policies.yml, the
+    /// real policy-server, RBAC enforced by the fake API server, one case per context-aware
+    /// policy routed as the API server routes it.
+    InstallE2e(InstallE2eArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct InstallE2eArgs {
+    /// Policy directories (default: every directory under ./policies).
+    pub(crate) dirs: Vec<PathBuf>,
+    /// The policy-server binary.
+    #[arg(long)]
+    pub(crate) policy_server: PathBuf,
+    /// The PolicyServer under test (default: the only one in the install directory).
+    #[arg(long)]
+    pub(crate) policy_server_name: Option<String>,
+    /// The install directory (every YAML document directly in it).
+    #[arg(long, default_value = "deploy")]
+    pub(crate) deploy: PathBuf,
+    /// The annotated modules (make annotate).
+    #[arg(long, default_value = "target/annotated")]
+    pub(crate) modules_dir: PathBuf,
+    /// Where the policy wasm files are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Where policies.yml, policy-server's log and the request bodies go.
+    #[arg(long, default_value = "target/install-e2e")]
+    pub(crate) work_dir: PathBuf,
+    /// Remove this resource from the ClusterRole first: the run must then fail.
+    #[arg(long)]
+    pub(crate) drop_role_resource: Option<String>,
+    /// Remove the first contextAwareResources entry of this policy's binding: the run must
+    /// then fail.
+    #[arg(long)]
+    pub(crate) drop_context_aware: Option<String>,
 }
 
 #[derive(Args)]

@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         Command::Identity(a) => policies::identity(a),
         Command::PublishLocal(a) => policies::publish_local(a),
         Command::Audit(a) => policies::audit(a),
+        Command::InstallE2e(a) => policies::install_e2e(a),
     };
     match result {
         Ok(code) => code,

@@ -8,8 +8,8 @@ use testdrive::cases::{CheckOptions, check_policy};
 use testdrive::error::{Error, Result};
 
 use crate::cli::{
-    AuditArgs, CheckArgs, E2eArgs, IdentityArgs, ManifestsArgs, PublishLocalArgs, SeedsArgs,
-    ShapesArgs,
+    AuditArgs, CheckArgs, E2eArgs, IdentityArgs, InstallE2eArgs, ManifestsArgs, PublishLocalArgs,
+    SeedsArgs, ShapesArgs,
 };
 
 pub(crate) fn policy_dirs(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
@@ -311,4 +311,36 @@ pub(crate) fn audit(a: AuditArgs) -> Result<ExitCode> {
         );
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// `testdrive install-e2e`: fails unless every case was answered as expected with no read
+/// refused.
+pub(crate) fn install_e2e(a: InstallE2eArgs) -> Result<ExitCode> {
+    use testdrive::install::{InstallOptions, Sabotage};
+    let sabotage = match (a.drop_role_resource, a.drop_context_aware) {
+        (Some(_), Some(_)) => {
+            return Err(Error::Invalid(
+                "--drop-role-resource and --drop-context-aware: one hole at a time".into(),
+            ));
+        }
+        (Some(resource), None) => Some(Sabotage::DropRoleResource(resource)),
+        (None, Some(policy)) => Some(Sabotage::DropContextAware(policy)),
+        (None, None) => None,
+    };
+    let options = InstallOptions {
+        policy_server: a.policy_server,
+        server_name: a.policy_server_name,
+        deploy: a.deploy,
+        modules_dir: a.modules_dir,
+        wasm_dir: a.wasm_dir,
+        work_dir: a.work_dir,
+        policy_dirs: policy_dirs(a.dirs)?,
+        sabotage,
+    };
+    let report = testdrive::install::run(&options)?;
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -1,0 +1,292 @@
+//! The ClusterAdmissionPolicyGroup example (`deploy/examples/tenant-pod-group.yaml`) loaded by
+//! the controller's step into the real policy-server (`$POLICY_SERVER`, else the one in
+//! `../shared/kubewarden/bin`) on the install's PolicyServer and RBAC: a tenant's compliant
+//! Pod is allowed, one from another registry is refused with the group's message, and a Pod
+//! of another tenant is not sent to the group. Skipped (with a note) when policy-server or
+//! the built modules are absent.
+
+#![allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use testdrive::apiserver::FakeApi;
+use testdrive::controller::{Controller, ModulesDir, Namespaces, policy_of_module, read_objects};
+use testdrive::install::{Deployment, install_server};
+use testdrive::{ClusterObjects, Host, Metadata, Recorder, SharedCallbacks, shared};
+
+const MEMBERS: [&str; 3] = [
+    "container-registry-policy",
+    "pod-restriction-policy",
+    "pod-toleration-policy",
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn wasm(policy: &str) -> PathBuf {
+    root()
+        .join("target/wasm32-wasip1/release")
+        .join(format!("{}.wasm", policy.replace('-', "_")))
+}
+
+fn prerequisites() -> Option<PathBuf> {
+    let server = std::env::var_os("POLICY_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("../shared/kubewarden/bin/policy-server"));
+    let mut needed = vec![server.clone()];
+    for p in MEMBERS {
+        needed.push(root().join(format!("target/annotated/{p}.wasm")));
+        needed.push(wasm(p));
+    }
+    match needed.iter().find(|p| !p.is_file()) {
+        Some(missing) => {
+            eprintln!("skipped: {} is missing", missing.display());
+            None
+        }
+        None => Some(server),
+    }
+}
+
+fn pod(namespace: &str, image: &str) -> Value {
+    json!({
+        "uid": format!("group-{namespace}-{image}"),
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+        "name": "web", "namespace": namespace, "operation": "CREATE",
+        "userInfo": {"username": "alice", "groups": ["solar-devs", "system:authenticated"]},
+        "object": {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": namespace},
+            "spec": {"containers": [{"name": "web", "image": image}]}},
+        "dryRun": false,
+    })
+}
+
+fn namespaces() -> Vec<Value> {
+    ["solar", "oil"]
+        .iter()
+        .map(|t| {
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("{t}-dev"),
+                "labels": {"capsule.clastix.io/tenant": t, "kubernetes.io/metadata.name": format!("{t}-dev")}}})
+        })
+        .collect()
+}
+
+/// What the members read while testdrive judges `requests`, as the fake API server serves it.
+fn recorded_state(group: &Value, requests: &[Value]) -> FakeApi {
+    let cluster = ClusterObjects::new(namespaces()).unwrap();
+    let mut api = FakeApi::default();
+    for member in group["spec"]["policies"].as_object().unwrap().values() {
+        let policy = policy_of_module(member["module"].as_str().unwrap());
+        let metadata =
+            Metadata::from_file(&root().join(format!("policies/{policy}/metadata.yml"))).unwrap();
+        let host = Host::load(&std::fs::read(wasm(policy)).unwrap(), Some(metadata)).unwrap();
+        for request in requests {
+            let objects: SharedCallbacks = shared(cluster.clone());
+            let recorder = shared(Recorder::new(objects));
+            host.validate(request, &member["settings"], recorder.clone())
+                .unwrap();
+            let exchanges = recorder.lock().unwrap().exchanges().to_vec();
+            assert!(api.merge(&FakeApi::from_exchanges(&exchanges).unwrap()));
+        }
+    }
+    api
+}
+
+#[test]
+fn the_tenant_pod_group_judges_pods_in_policy_server() {
+    let Some(server_binary) = prerequisites() else {
+        return;
+    };
+    let example = root().join("deploy/examples/tenant-pod-group.yaml");
+    let mut objects = read_objects(&[root().join("deploy")]).unwrap();
+    let group = read_objects(std::slice::from_ref(&example)).unwrap()[0].clone();
+    objects.push(group.clone());
+    let (server, rbac) = install_server(&objects, None).unwrap();
+    let controller = Controller::load(&objects, &server).unwrap();
+    let id = "clusterwide-group-tenant-solar-pods";
+    let loaded = controller.policies.iter().find(|p| p.id == id).unwrap();
+    assert!(!loaded.mutating);
+    assert_eq!(
+        loaded.entry["expression"],
+        "registry() && restriction() && toleration()"
+    );
+    let allowed = pod("solar-dev", "docker.io/nginx:1.27");
+    let refused = pod("solar-dev", "evil.io/miner:1");
+    let other_tenant = pod("oil-dev", "evil.io/miner:1");
+    let api = recorded_state(&group, &[allowed.clone(), refused.clone()]);
+    let work = root().join("target/tmp/policy-group-test");
+    let _ = std::fs::remove_dir_all(&work);
+    let mut deployment = Deployment::start(
+        controller,
+        &ModulesDir::new(&root().join("target/annotated")).unwrap(),
+        api.with_rbac(rbac),
+        &server_binary,
+        &work,
+    )
+    .unwrap();
+    let routing = Namespaces::from_objects(&namespaces());
+    let only_group = |p: &str| p == id;
+
+    let admission = deployment.admit(&allowed, &routing, only_group);
+    let step = admission.step(id).expect("the group judges a solar Pod");
+    let eval = step.answer.as_ref().unwrap();
+    assert!(eval.response.allowed, "{:?}", eval.response);
+
+    let admission = deployment.admit(&refused, &routing, only_group);
+    let eval = admission.step(id).unwrap().answer.as_ref().unwrap();
+    assert!(!eval.response.allowed);
+    assert_eq!(
+        eval.response.message(),
+        Some("the workload breaks the rules of tenant solar")
+    );
+
+    assert!(
+        deployment
+            .admit(&other_tenant, &routing, only_group)
+            .steps
+            .is_empty()
+    );
+    assert!(deployment.reads().iter().all(|(_, granted)| *granted));
+    deployment.stop();
+}
+
+/// Every (group/version/resource, operation) a policy's metadata rules route to it.
+fn routes(metadata: &Metadata) -> BTreeSet<(String, String)> {
+    let list = |rule: &Value, key: &str| -> Vec<String> {
+        rule[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for rule in &metadata.rules {
+        for g in list(rule, "apiGroups") {
+            for v in list(rule, "apiVersions") {
+                for r in list(rule, "resources") {
+                    for o in list(rule, "operations") {
+                        let group = if g.is_empty() {
+                            "core".to_owned()
+                        } else {
+                            g.clone()
+                        };
+                        out.insert((format!("{group}/{v}/{r}"), o));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Routes as `group/version/resource (OPS)`, one kind after the other.
+fn render(routes: &BTreeSet<(String, String)>) -> String {
+    let mut by_kind: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (kind, op) in routes {
+        by_kind.entry(kind).or_default().push(op);
+    }
+    by_kind
+        .iter()
+        .map(|(kind, ops)| format!("`{kind}` ({})", ops.join(", ")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The generated part of docs/policy-groups.md: the policies that cannot be members, and
+/// every family of non-mutating policies with the requests all of them handle (a family is
+/// every policy that handles those requests).
+fn groupable_section() -> String {
+    let mut mutating = Vec::new();
+    let mut handled: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("policies"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let metadata = Metadata::from_file(&dir.join("metadata.yml")).unwrap();
+        if metadata.mutating {
+            mutating.push(format!("`{name}`"));
+        } else {
+            handled.insert(name, routes(&metadata));
+        }
+    }
+    let names: Vec<&String> = handled.keys().collect();
+    let mut families: BTreeMap<Vec<String>, BTreeSet<(String, String)>> = BTreeMap::new();
+    for mask in 1u32..(1 << names.len()) {
+        let chosen: Vec<&String> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, n)| *n)
+            .collect();
+        let common = chosen
+            .iter()
+            .map(|n| handled[*n].clone())
+            .reduce(|a, b| a.intersection(&b).cloned().collect())
+            .unwrap();
+        if chosen.len() < 2 || common.is_empty() {
+            continue;
+        }
+        let family: Vec<String> = handled
+            .iter()
+            .filter(|(_, r)| common.is_subset(r))
+            .map(|(n, _)| n.clone())
+            .collect();
+        families.insert(family, common);
+    }
+    let mut out = String::from(
+        "| members | the requests every member handles: what the group's rules may route |\n|---|---|\n",
+    );
+    for (family, common) in &families {
+        let members: Vec<String> = family.iter().map(|m| format!("`{m}`")).collect();
+        out.push_str(&format!(
+            "| {} | {} |\n",
+            members.join(", "),
+            render(common)
+        ));
+    }
+    let alone: Vec<String> = handled
+        .keys()
+        .filter(|n| !families.keys().any(|f| f.contains(n)))
+        .map(|n| format!("`{n}`"))
+        .collect();
+    out.push_str(&format!(
+        "\nNon-mutating, but sharing no request with another policy (a member only of a group of its own, such as the same policy twice with different settings): {}.\n\nMutating, never a member: {}.\n",
+        alone.join(", "),
+        mutating.join(", ")
+    ));
+    out
+}
+
+#[test]
+fn the_groupable_policies_of_the_docs_are_the_metadatas() {
+    let doc = std::fs::read_to_string(root().join("docs/policy-groups.md")).unwrap();
+    let (begin, end) = (
+        "<!-- groupable: generated from metadata.yml -->\n",
+        "<!-- end groupable -->",
+    );
+    let start = doc
+        .find(begin)
+        .expect("the generated section's start marker")
+        + begin.len();
+    let stop = doc.find(end).expect("the generated section's end marker");
+    let expected = groupable_section();
+    assert!(
+        doc.get(start..stop) == Some(expected.as_str()),
+        "docs/policy-groups.md differs from the metadata; the section should read:\n{expected}"
+    );
+}
