@@ -204,7 +204,7 @@ fn render(routes: &BTreeSet<(String, String)>) -> String {
         .join(", ")
 }
 
-/// The generated part of docs/policy-groups.md: the policies that cannot be members, and
+/// The generated part of the README's "Policy groups": the policies that cannot be members, and
 /// every family of non-mutating policies with the requests all of them handle (a family is
 /// every policy that handles those requests).
 fn groupable_section() -> String {
@@ -274,7 +274,7 @@ fn groupable_section() -> String {
 
 #[test]
 fn the_groupable_policies_of_the_docs_are_the_metadatas() {
-    let doc = std::fs::read_to_string(root().join("docs/policy-groups.md")).unwrap();
+    let doc = std::fs::read_to_string(root().join("README.md")).unwrap();
     let (begin, end) = (
         "<!-- groupable: generated from metadata.yml -->\n",
         "<!-- end groupable -->",
@@ -287,6 +287,6 @@ fn the_groupable_policies_of_the_docs_are_the_metadatas() {
     let expected = groupable_section();
     assert!(
         doc.get(start..stop) == Some(expected.as_str()),
-        "docs/policy-groups.md differs from the metadata; the section should read:\n{expected}"
+        "README.md (Policy groups) differs from the metadata; the section should read:\n{expected}"
     );
 }
