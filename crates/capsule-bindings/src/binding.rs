@@ -1,11 +1,12 @@
 //! ClusterAdmissionPolicies: written from a plan, read back to judge requests.
 
 use policy_core::selector::{LabelSelector, RawLabelSelector};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use testdrive::controller::{listed, strings};
 
 use crate::catalogue::Policy;
 use crate::error::{Error, Result};
-use crate::placement::{audit_annotations, labels};
+use crate::placement::{Written, labels};
 use crate::translate::{Options, Planned};
 
 /// Where the modules are published and which version to bind.
@@ -48,16 +49,8 @@ pub fn manifest(
 ) -> Result<Value> {
     let policy = planned.policy;
     let metadata = policy.metadata()?;
-    let mut selected = Map::new();
-    selected.insert(options.tenant_label.clone(), json!(tenant));
     let mut object_labels = labels("tenant");
-    object_labels.extend(selected.clone());
-    let mut spec = Map::new();
-    spec.insert("module".into(), json!(source.module(policy)));
-    options.placement.place(&mut spec);
-    let mutating = planned.mutating.unwrap_or(metadata.mutating);
-    spec.insert("mutating".into(), json!(mutating));
-    spec.insert("backgroundAudit".into(), json!(metadata.background_audit));
+    object_labels.insert(options.tenant_label.clone(), json!(tenant));
     let rules = match &planned.rules {
         Some(narrowed) => narrowed.clone(),
         None => {
@@ -66,32 +59,16 @@ pub fn manifest(
             rules
         }
     };
-    spec.insert("rules".into(), Value::Array(rules));
-    // kubewarden-controller keeps only the matchExpressions of a ClusterAdmissionPolicy's
-    // namespaceSelector (beside its own namespace's exclusion): matchLabels would be dropped
-    spec.insert(
-        "namespaceSelector".into(),
-        json!({"matchExpressions": [{"key": options.tenant_label, "operator": "In", "values": [tenant]}]}),
-    );
-    if !metadata.context_aware_resources.is_empty() {
-        let resources: Vec<Value> = metadata
-            .context_aware_resources
-            .iter()
-            .map(|r| json!({"apiVersion": r.api_version, "kind": r.kind}))
-            .collect();
-        spec.insert("contextAwareResources".into(), Value::Array(resources));
-    }
-    spec.insert("settings".into(), planned.settings.clone());
-    Ok(json!({
-        "apiVersion": "policies.kubewarden.io/v1",
-        "kind": "ClusterAdmissionPolicy",
-        "metadata": {
-            "name": binding_name(tenant, policy),
-            "labels": Value::Object(object_labels),
-            "annotations": Value::Object(audit_annotations(&metadata)),
-        },
-        "spec": Value::Object(spec),
-    }))
+    let written = Written {
+        name: binding_name(tenant, policy),
+        labels: object_labels,
+        module: source.module(policy),
+        mutating: planned.mutating.unwrap_or(metadata.mutating),
+        rules,
+        namespace_selector: json!({"matchExpressions": [{"key": options.tenant_label, "operator": "In", "values": [tenant]}]}),
+        settings: planned.settings.clone(),
+    };
+    Ok(options.placement.binding(written, &metadata))
 }
 
 /// Several manifests as one YAML stream for `kubectl apply -f`.
@@ -131,21 +108,6 @@ pub struct Binding {
     namespace_selector: Option<LabelSelector>,
 }
 
-fn strings_at(value: &Value, key: &str) -> Vec<String> {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
-}
-
-fn listed(list: &[String], value: &str) -> bool {
-    list.iter().any(|v| v == "*" || v == value)
-}
-
 impl Binding {
     /// Reads a ClusterAdmissionPolicy of this bundle (its module must name one of
     /// [`crate::POLICIES`]).
@@ -182,10 +144,10 @@ impl Binding {
             .into_iter()
             .flatten()
             .map(|r| Rule {
-                groups: strings_at(r, "apiGroups"),
-                versions: strings_at(r, "apiVersions"),
-                resources: strings_at(r, "resources"),
-                operations: strings_at(r, "operations"),
+                groups: strings(r, "apiGroups"),
+                versions: strings(r, "apiVersions"),
+                resources: strings(r, "resources"),
+                operations: strings(r, "operations"),
             })
             .collect();
         let namespace_selector = match spec.get("namespaceSelector") {

@@ -5,13 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use testdrive::apiserver::plural;
 
 use crate::binding::{ModuleSource, to_yaml};
 use crate::catalogue::{BUNDLE, BundlePolicy};
 use crate::error::{Error, Result};
-use crate::placement::{Placement, audit_annotations, labels};
+use crate::placement::{Placement, Written, labels};
 use crate::translate::CAPSULE_TENANT_LABEL;
 
 /// The namespaces Kubewarden's recommended policies skip (Helm chart `kubewarden-defaults`,
@@ -255,47 +255,25 @@ fn baseline_binding(
 ) -> Result<Value> {
     let metadata = policy.metadata()?;
     let short = policy.name.trim_end_matches("-policy");
-    let mut spec = Map::new();
-    spec.insert(
-        "module".into(),
-        json!(format!(
+    let mut rules = metadata.rules.clone();
+    rules.extend(policy.opt_in_rules(&options.placement.opt_in)?);
+    let mut skipped: BTreeSet<&str> = options.skip_namespaces.iter().map(String::as_str).collect();
+    skipped.insert(&options.namespace);
+    let written = Written {
+        name: format!("tenancy-{short}"),
+        labels: labels("baseline"),
+        module: format!(
             "registry://{}/tenancy-policies/{}:{}",
             options.source.registry.trim_end_matches('/'),
             policy.name,
             options.source.version
-        )),
-    );
-    options.placement.place(&mut spec);
-    spec.insert("mutating".into(), json!(metadata.mutating));
-    spec.insert("backgroundAudit".into(), json!(metadata.background_audit));
-    let mut rules = metadata.rules.clone();
-    rules.extend(policy.opt_in_rules(&options.placement.opt_in)?);
-    spec.insert("rules".into(), Value::Array(rules));
-    let mut skipped: BTreeSet<&str> = options.skip_namespaces.iter().map(String::as_str).collect();
-    skipped.insert(&options.namespace);
-    spec.insert(
-        "namespaceSelector".into(),
-        json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": skipped}]}),
-    );
-    if !metadata.context_aware_resources.is_empty() {
-        let resources: Vec<Value> = metadata
-            .context_aware_resources
-            .iter()
-            .map(|r| json!({"apiVersion": r.api_version, "kind": r.kind}))
-            .collect();
-        spec.insert("contextAwareResources".into(), Value::Array(resources));
-    }
-    spec.insert("settings".into(), settings);
-    Ok(json!({
-        "apiVersion": "policies.kubewarden.io/v1",
-        "kind": "ClusterAdmissionPolicy",
-        "metadata": {
-            "name": format!("tenancy-{short}"),
-            "labels": labels("baseline"),
-            "annotations": audit_annotations(&metadata),
-        },
-        "spec": spec,
-    }))
+        ),
+        mutating: metadata.mutating,
+        rules,
+        namespace_selector: json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": skipped}]}),
+        settings,
+    };
+    Ok(options.placement.binding(written, &metadata))
 }
 
 /// What a tenant's Roles may grant at most (rbac-policy `ceiling`): the namespaced workload,

@@ -169,6 +169,59 @@ impl Placement {
     }
 }
 
+/// What a ClusterAdmissionPolicy this crate writes holds besides its placement and what the
+/// policy's metadata gives (`backgroundAudit`, `contextAwareResources`, audit annotations).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.labels`.
+    pub labels: Map<String, Value>,
+    /// `spec.module`.
+    pub module: String,
+    /// `spec.mutating`.
+    pub mutating: bool,
+    /// `spec.rules`.
+    pub rules: Vec<Value>,
+    /// `spec.namespaceSelector` (matchExpressions only: kubewarden-controller drops
+    /// matchLabels).
+    pub namespace_selector: Value,
+    /// `spec.settings`.
+    pub settings: Value,
+}
+
+impl Placement {
+    /// The ClusterAdmissionPolicy `written` for the policy of `metadata`, placed here.
+    pub fn binding(&self, written: Written, metadata: &Metadata) -> Value {
+        let mut spec = Map::new();
+        spec.insert("module".into(), json!(written.module));
+        self.place(&mut spec);
+        spec.insert("mutating".into(), json!(written.mutating));
+        spec.insert("backgroundAudit".into(), json!(metadata.background_audit));
+        spec.insert("rules".into(), Value::Array(written.rules));
+        spec.insert("namespaceSelector".into(), written.namespace_selector);
+        if !metadata.context_aware_resources.is_empty() {
+            let resources: Vec<Value> = metadata
+                .context_aware_resources
+                .iter()
+                .map(|r| json!({"apiVersion": r.api_version, "kind": r.kind}))
+                .collect();
+            spec.insert("contextAwareResources".into(), Value::Array(resources));
+        }
+        spec.insert("settings".into(), written.settings);
+        json!({
+            "apiVersion": "policies.kubewarden.io/v1",
+            "kind": "ClusterAdmissionPolicy",
+            "metadata": {
+                "name": written.name,
+                "labels": written.labels,
+                "annotations": audit_annotations(metadata),
+            },
+            "spec": spec,
+        })
+    }
+}
+
 /// The labels of an object this crate writes, for `component`.
 pub fn labels(component: &str) -> Map<String, Value> {
     let mut labels = Map::new();

@@ -27,10 +27,11 @@ use crate::apiserver::FakeApi;
 use crate::callbacks::{Recorder, shared};
 use crate::cases::{policy_metadata, policy_name, wasm_file_name};
 use crate::cluster::ClusterObjects;
-use crate::e2e::{host_disagreement, response_evaluation};
+use crate::e2e::host_disagreement;
 use crate::error::{Error, Result, read_text};
-use crate::host::{AdmissionResponse, Evaluation, Host};
+use crate::host::{Evaluation, Host};
 use crate::http::{free_port, http_post};
+use crate::publish::server::read_answer;
 use crate::server_bench::{Binding, PolicyServer, write_review};
 
 /// An audit file.
@@ -366,28 +367,6 @@ fn through_policy_server(
     }
     server.stop();
     Ok(((pass, fail), problems))
-}
-
-/// policy-server's AdmissionReview answer as an evaluation.
-fn read_answer(status: u16, body: &[u8]) -> std::result::Result<Evaluation, String> {
-    let excerpt = || {
-        String::from_utf8_lossy(body)
-            .chars()
-            .take(300)
-            .collect::<String>()
-    };
-    if status != 200 {
-        return Err(format!("answered {status}: {}", excerpt()));
-    }
-    let review: Value = serde_json::from_slice(body)
-        .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt()))?;
-    let response = review
-        .get("response")
-        .cloned()
-        .ok_or_else(|| format!("the answer has no response: {}", excerpt()))?;
-    let response: AdmissionResponse = serde_json::from_value(response)
-        .map_err(|e| format!("the response is no AdmissionResponse ({e})"))?;
-    response_evaluation(response, "policy-server")
 }
 
 #[cfg(test)]

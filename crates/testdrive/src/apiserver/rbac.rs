@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::Answer;
+use crate::controller::{listed, strings};
 
 /// One rule of a ClusterRole.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,21 +98,6 @@ impl Access {
 pub struct Rbac {
     user: String,
     rules: Vec<Rule>,
-}
-
-fn strings(value: &Value, key: &str) -> Vec<String> {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
-}
-
-fn listed(list: &[String], value: &str) -> bool {
-    list.iter().any(|v| v == "*" || v == value)
 }
 
 impl Rbac {

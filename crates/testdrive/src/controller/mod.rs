@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{Error, Result};
 pub use manifests::{of_kind, read_objects};
 pub use module::{ModulesDir, policy_of_module};
-pub use route::{Namespaces, Route, Rule, Scope, Selector};
+pub use route::{Namespaces, Route, Rule, Scope, Selector, listed, strings};
 
 /// The namespace kubewarden-controller deploys policy-server in (Helm's default).
 pub const DEFAULT_DEPLOYMENTS_NAMESPACE: &str = "kubewarden";

@@ -58,7 +58,8 @@ impl Selector {
     }
 }
 
-fn strings(value: &Value, key: &str) -> Vec<String> {
+/// The strings of the list at `key` of `value` (none when absent or of another shape).
+pub fn strings(value: &Value, key: &str) -> Vec<String> {
     value
         .get(key)
         .and_then(Value::as_array)
@@ -69,7 +70,8 @@ fn strings(value: &Value, key: &str) -> Vec<String> {
         .collect()
 }
 
-fn listed(list: &[String], value: &str) -> bool {
+/// Whether a rule's list names `value`, itself or by `*`.
+pub fn listed(list: &[String], value: &str) -> bool {
     list.iter().any(|v| v == "*" || v == value)
 }
 
