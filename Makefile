@@ -10,6 +10,8 @@
 #   make install-e2e deploy/ as Kubewarden runs it (part of make e2e): the controller's policies.yml
 #               in the real policy-server, RBAC enforced, a case per context-aware policy and every
 #               Capsule scenario routed as the API server routes them
+#   make install-footprint policy-server's start time and memory for deploy/ plus 0, 100 and 1,000
+#               tenants (not in make test)
 #   make publish-local the release rehearsed against a local OCI registry (part of make e2e): every
 #               annotated module pushed by .github/scripts/release.sh, pulled and run by the real
 #               policy-server, the Artifact Hub branch pushed concurrently, the README install commands
@@ -37,7 +39,7 @@ SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,pod.json pod-image-gcr.j
   pvc-no-class.json service-node-port.json ingress-host-bank.json gateway-no-class.json \
   claim-gpu-secret.json pod-oil-dev.json)
 
-.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local install-e2e deploy fuzz clean
+.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local install-e2e install-footprint deploy fuzz clean
 
 run: setup policies testdrive
 	@echo "== seed example: bob (not in tenantA-users) tolerates dedicated=tenantA =="
@@ -253,6 +255,16 @@ install-e2e: annotate
 	$(CAPSULE_BINDINGS) check --policy-server $(POLICY_SERVER) --install-dir deploy \
 	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) --work-dir $(INSTALL_E2E_DIR)/capsule
 	POLICY_SERVER=$(POLICY_SERVER) $(CARGO) test --profile host -p testdrive --test policy_group --test install_e2e
+
+# policy-server's start time and memory for deploy/ plus 0, 100 and 1,000 copies of the solar
+# Tenant (12 bindings each), loaded as kubewarden-controller would load them: one line
+# "footprint: N tenants, N policies loaded …, ready in S s, M MiB resident (peak P MiB)" each.
+# A benchmark: not part of make test.
+install-footprint: annotate
+	@test -n "$(POLICY_SERVER)" || { echo "make install-footprint needs policy-server: set POLICY_SERVER=/path/to/policy-server"; exit 1; }
+	$(CAPSULE_BINDINGS) footprint --policy-server $(POLICY_SERVER) --install-dir deploy \
+	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) --work-dir $(TARGET_DIR)/footprint \
+	  --tenants 0 --tenants 100 --tenants 1000
 
 # Fuzzing (cargo-fuzz on nightly, native, address sanitizer by default): per policy
 # `<short>_validate` (validate payloads, against an empty and a failing cluster) and

@@ -34,6 +34,7 @@ pub mod binding;
 pub mod catalogue;
 pub mod convert;
 pub mod error;
+pub mod footprint;
 pub mod hosts;
 pub mod install;
 pub mod placement;

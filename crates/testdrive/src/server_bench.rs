@@ -488,6 +488,20 @@ impl PolicyServer {
         }
     }
 
+    /// Its resident memory now and at its peak, in KiB (`VmRSS`, `VmHWM` of
+    /// `/proc/<pid>/status`; `None` where there is no procfs).
+    pub(crate) fn memory_kib(&self) -> Option<(u64, u64)> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        Some((field("VmRSS:")?, field("VmHWM:")?))
+    }
+
     /// Stops the server (kill, then wait).
     pub(crate) fn stop(&mut self) {
         let _ = self.child.kill();

@@ -103,6 +103,11 @@ impl Deployment {
         self.api.reads()
     }
 
+    /// policy-server's resident memory now and at its peak, in KiB (Linux).
+    pub fn memory_kib(&self) -> Option<(u64, u64)> {
+        self.server.memory_kib()
+    }
+
     /// Where policies.yml, the log and the request bodies are.
     pub fn dir(&self) -> &Path {
         &self.dir

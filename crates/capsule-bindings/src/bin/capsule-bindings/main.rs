@@ -47,6 +47,35 @@ enum Command {
     /// `contextAwareResources` name, its ClusterRoleBinding, the cluster-wide baseline
     /// bindings and kustomization.yaml.
     Install(InstallArgs),
+    /// Measure policy-server's start time and memory on the install directory plus N copies
+    /// of a Tenant, loaded as kubewarden-controller would load them (a benchmark; prints one
+    /// line per N).
+    Footprint(FootprintArgs),
+}
+
+#[derive(Args)]
+struct FootprintArgs {
+    /// The Tenant copied.
+    #[arg(long, default_value = "test_data/capsule-bindings/tenants/solar.yaml")]
+    tenant: PathBuf,
+    /// How many copies, one measurement each (repeatable).
+    #[arg(long = "tenants", default_values_t = [0, 100, 1000])]
+    tenants: Vec<usize>,
+    /// The policy-server binary.
+    #[arg(long)]
+    policy_server: PathBuf,
+    /// The install directory.
+    #[arg(long, default_value = "deploy")]
+    install_dir: PathBuf,
+    /// The annotated modules (make annotate).
+    #[arg(long, default_value = "target/annotated")]
+    modules_dir: PathBuf,
+    /// Where the built policy modules are (the converted settings are checked).
+    #[arg(long, default_value = DEFAULT_WASM_DIR)]
+    wasm_dir: PathBuf,
+    /// Where each run's policies.yml and log go.
+    #[arg(long, default_value = "target/footprint")]
+    work_dir: PathBuf,
 }
 
 /// Where and how bindings are placed (every command that writes bindings).
@@ -197,6 +226,7 @@ fn main() -> ExitCode {
         Command::Try(a) => try_requests(a),
         Command::Check(a) => check(a),
         Command::Install(a) => install_dir(a),
+        Command::Footprint(a) => footprint(a),
     };
     match result {
         Ok(code) => code,
@@ -307,6 +337,35 @@ fn install_dir(args: InstallArgs) -> Result<ExitCode> {
         args.output.display(),
         args.output.display()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn footprint(args: FootprintArgs) -> Result<ExitCode> {
+    let origin = args.tenant.display().to_string();
+    let tenants = parse_tenants(&read(&args.tenant)?, &origin)?;
+    let [tenant] = tenants.as_slice() else {
+        return Err(Error::Invalid(format!(
+            "{origin}: one Tenant is copied, not {}",
+            tenants.len()
+        )));
+    };
+    let options = capsule_bindings::footprint::FootprintOptions {
+        policy_server: args.policy_server,
+        install_dir: args.install_dir,
+        modules_dir: args.modules_dir,
+        work_dir: args.work_dir,
+    };
+    let mut hosts = Hosts::new(args.wasm_dir);
+    for count in args.tenants {
+        let copies = capsule_bindings::footprint::copies(tenant, count);
+        let measured = capsule_bindings::footprint::measure(
+            &copies,
+            &Options::default(),
+            &mut hosts,
+            &options,
+        )?;
+        println!("{measured}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
