@@ -237,7 +237,8 @@ publish-local: annotate
 # enforced (N reads granted, N refused)". It must fail when the role lacks a resource a policy
 # reads and when a binding lacks a contextAwareResources entry (both shown on
 # priority-class-policy). Then every Capsule scenario request through policy-server
-# (capsule-bindings check --policy-server) and the ClusterAdmissionPolicyGroup example.
+# (capsule-bindings check --policy-server) and the ClusterAdmissionPolicyGroup example (its
+# tests built with --workspace, as make unit builds them, so wasmtime is not compiled again).
 INSTALL_E2E_DIR := $(TARGET_DIR)/install-e2e
 install-e2e: annotate
 	@test -n "$(POLICY_SERVER)" || { echo "make install-e2e needs policy-server: set POLICY_SERVER=/path/to/policy-server, put it on PATH or beside $(KWCTL)"; exit 1; }
@@ -254,7 +255,7 @@ install-e2e: annotate
 	done
 	$(CAPSULE_BINDINGS) check --policy-server $(POLICY_SERVER) --install-dir deploy \
 	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) --work-dir $(INSTALL_E2E_DIR)/capsule
-	POLICY_SERVER=$(POLICY_SERVER) $(CARGO) test --profile host -p testdrive --test policy_group --test install_e2e
+	POLICY_SERVER=$(POLICY_SERVER) $(CARGO) test --profile host --workspace --test policy_group --test install_e2e
 
 # policy-server's start time and memory for deploy/ plus 0, 100 and 1,000 copies of the solar
 # Tenant (12 bindings each), loaded as kubewarden-controller would load them: one line
