@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use policy_core::rbac::ceiling::STANDARD_VERBS;
 use serde_json::{Value, json};
 use testdrive::apiserver::plural;
 
@@ -280,16 +281,7 @@ fn baseline_binding(
 /// configuration, networking and RBAC resources a tenant administers, reads of its quotas,
 /// limits, events and logs; no cluster-scoped resource, no escalation verb.
 fn tenant_ceiling() -> Value {
-    let write = [
-        "get",
-        "list",
-        "watch",
-        "create",
-        "update",
-        "patch",
-        "delete",
-        "deletecollection",
-    ];
+    let write = STANDARD_VERBS;
     let read = ["get", "list", "watch"];
     json!([
         {"apiGroups": [""], "verbs": write, "resources": [

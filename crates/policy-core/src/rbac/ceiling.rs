@@ -27,7 +27,7 @@ const REPORTED_PER_RULE: usize = 20;
 
 /// The verbs every standard request uses, kept as bits (a ceiling rule lists them again and
 /// again; sets of strings per entry would dominate the cost of indexing it).
-const STANDARD_VERBS: [&str; 8] = [
+pub const STANDARD_VERBS: [&str; 8] = [
     "get",
     "list",
     "watch",
