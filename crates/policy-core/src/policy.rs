@@ -150,13 +150,19 @@ fn judge<P: Policy>(
     let verdict = P::validate(&request, settings, &mut lookups)?;
     // An audit judges `mode: warn` as enforce and reports mutations (docs/semantics.md#audit).
     if request.is_audit() {
-        let original = request.object.clone();
         let object = std::mem::take(&mut request.object);
+        // the object as found, copied only when an enforcing policy would change it (`warn`
+        // never mutates at admission, so it reports no mutation either)
+        let original = match P::mode(settings) {
+            Mode::Enforce if verdict.has_edits() || verdict.mutated().is_some() => {
+                Some(object.clone())
+            }
+            _ => None,
+        };
         let response = verdict.into_response_for(Mode::Enforce, object)?;
-        return Ok(match P::mode(settings) {
-            Mode::Enforce => crate::audit::report(P::NAME, &original, response),
-            // `warn` never mutates at admission, so it reports no mutation either.
-            Mode::Warn => ValidationResponse {
+        return Ok(match original {
+            Some(original) => crate::audit::report(P::NAME, &original, response),
+            None => ValidationResponse {
                 mutated_object: None,
                 ..response
             },
