@@ -27,6 +27,8 @@ TESTDRIVE := $(TARGET_DIR)/host/testdrive
 CAPSULE_BINDINGS := $(TARGET_DIR)/host/capsule-bindings
 POLICIES := $(notdir $(wildcard policies/*-policy))
 POLICY_PKGS := $(foreach p,$(POLICIES),-p $(p))
+# the core's layers, bottom first (docs/semantics.md#layers)
+CORE_PKGS := -p policy-decode -p kube-values -p policy-admission -p tenancy-rules
 # The real Kubewarden tools: KWCTL for make e2e, POLICY_SERVER for make bench-server and
 # make publish-local (policy-server on PATH, else the one beside $(KWCTL)).
 KWCTL ?= $(shell command -v kwctl 2> /dev/null)
@@ -77,7 +79,9 @@ fmt-check:
 # lints deny unwrap, expect, panic and unchecked indexing outside tests.
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy --target $(WASM_TARGET) -p policy-core $(POLICY_PKGS) -- -D warnings
+	$(CARGO) clippy --target $(WASM_TARGET) $(CORE_PKGS) $(POLICY_PKGS) -- -D warnings
+	# the layers' documentation (cargo doc) builds without a broken link
+	RUSTDOCFLAGS='-D warnings' $(CARGO) doc --no-deps --all-features $(CORE_PKGS)
 
 unit:
 	$(CARGO) test --profile host --workspace --no-fail-fast

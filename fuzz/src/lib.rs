@@ -1,5 +1,5 @@
 //! The fuzz targets' shared bodies: each target file is one macro call naming the policy.
-//! The checks are `policy_core::testing::fuzz_validate` and `fuzz_settings`; a target
+//! The checks are `policy_admission::testing::fuzz_validate` and `fuzz_settings`; a target
 //! panics (a crash for libFuzzer) only when a robustness property is broken.
 
 pub use libfuzzer_sys;
@@ -9,7 +9,7 @@ pub use libfuzzer_sys;
 macro_rules! fuzz_validate {
     ($policy:ty) => {
         $crate::libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-            ::policy_core::testing::fuzz_validate::<$policy>(data);
+            ::policy_admission::testing::fuzz_validate::<$policy>(data);
         });
     };
 }
@@ -19,7 +19,7 @@ macro_rules! fuzz_validate {
 macro_rules! fuzz_settings {
     ($policy:ty) => {
         $crate::libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-            ::policy_core::testing::fuzz_settings::<$policy>(data);
+            ::policy_admission::testing::fuzz_settings::<$policy>(data);
         });
     };
 }

@@ -1,6 +1,6 @@
 //! ClusterAdmissionPolicies: written from a plan, read back to judge requests.
 
-use policy_core::selector::{LabelSelector, RawLabelSelector};
+use kube_values::selector::{LabelSelector, RawLabelSelector};
 use serde_json::{Value, json};
 use testdrive::controller::{listed, strings};
 

@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use policy_core::rbac::ceiling::STANDARD_VERBS;
 use serde_json::{Value, json};
+use tenancy_rules::rbac::ceiling::STANDARD_VERBS;
 use testdrive::apiserver::plural;
 
 use crate::binding::{ModuleSource, to_yaml};

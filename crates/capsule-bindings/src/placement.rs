@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use policy_core::labels::is_dns_subdomain;
+use kube_values::labels::is_dns_subdomain;
 use serde_json::{Map, Value, json};
 use testdrive::Metadata;
 

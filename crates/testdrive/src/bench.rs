@@ -564,7 +564,7 @@ fn grow_request(request: &mut Value, grow: &Grow) -> Result<(usize, usize)> {
 }
 
 /// The bench entries as inputs of a policy's native benchmark
-/// (`policy_core::bench::BenchInput`): `[{name, payload: {request, settings}, cluster,
+/// (`policy_admission::bench::BenchInput`): `[{name, payload: {request, settings}, cluster,
 /// iterations?}]`; generated inputs get few iterations.
 pub fn native_inputs(benches: &[BenchScenario]) -> Value {
     Value::Array(

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use std::collections::BTreeSet;
 
-use policy_core::cluster::{GetRequest, host_view, not_found_text};
+use policy_admission::cluster::{GetRequest, host_view, not_found_text};
 use serde_json::{Value, json};
 
 use crate::callbacks::{Callbacks, KubernetesRequest};
@@ -15,10 +15,10 @@ use crate::selector::{FieldSelector, LabelSelector};
 /// `get_resource` by (apiVersion, kind, namespace, name), or for a missing
 /// object the host's error text `Cannot find <apiVersion>/<kind> named
 /// '<name>' inside of namespace '<namespace>'`
-/// ([`policy_core::cluster::not_found_text`]); lists filtered by
+/// ([`policy_admission::cluster::not_found_text`]); lists filtered by
 /// apiVersion/kind, namespace, label and field selectors, returned as
 /// `<Kind>List` sorted by namespace then name. Answers are what the host hands a guest
-/// ([`policy_core::cluster::host_view`]): no managed fields, no last-applied annotation,
+/// ([`policy_admission::cluster::host_view`]): no managed fields, no last-applied annotation,
 /// and only the fields a request's `field_masks` name.
 ///
 /// ```

@@ -4,13 +4,14 @@
 
 pub mod settings;
 
-use policy_core::cluster::Lookups;
-use policy_core::image::{ImageRef, fully_qualified};
-use policy_core::policy::Policy;
-use policy_core::pull_policy::default_for;
-use policy_core::pulls::{Pull, pull_target};
-use policy_core::request::AdmissionRequest;
-use policy_core::{PolicyError, Verdict};
+use kube_values::image::{ImageRef, fully_qualified};
+use kube_values::pull_policy::default_for;
+use policy_admission::Verdict;
+use policy_admission::cluster::Lookups;
+use policy_admission::policy::Policy;
+use policy_admission::request::AdmissionRequest;
+use policy_decode::PolicyError;
+use tenancy_rules::pulls::{Pull, pull_target};
 
 pub use settings::{PullPolicyRule, PullPolicyRules, RuleScope, Settings};
 
@@ -19,7 +20,6 @@ pub struct ContainerRegistryPolicy;
 
 impl Policy for ContainerRegistryPolicy {
     const NAME: &'static str = "container-registry-policy";
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -110,11 +110,11 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
     }
 }
 
-policy_core::export_policy!(ContainerRegistryPolicy);
+policy_admission::export_policy!(ContainerRegistryPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     ContainerRegistryPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({
             "allowed": ["docker.io", "quay.io", "ghcr.io/acme", "localhost:5000"],
             "allowedRegex": ["internal\\.registry\\.[a-z]+\\.tld"],
@@ -149,8 +149,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::{Value, json};
 
     fn run(op: &str, object: Value, old: Value, settings: Value) -> ValidationResponse {

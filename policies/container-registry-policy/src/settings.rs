@@ -1,12 +1,13 @@
 //! Settings of container-registry-policy (README "Settings").
 
-use policy_core::SettingsError;
-use policy_core::image::ImageRef;
-use policy_core::matcher::{FullMatch, OneOrMany};
-use policy_core::names::NameList;
-use policy_core::pull_policy::PullPolicies;
-use policy_core::registry::{RegistryEntry, RegistryList};
+use kube_values::image::ImageRef;
+use kube_values::pull_policy::PullPolicies;
+use policy_decode::SettingsError;
+use policy_decode::matcher::{FullMatch, OneOrMany};
+use policy_decode::names::NameList;
+use policy_decode::settings::Validated;
 use serde::Deserialize;
+use tenancy_rules::registry::{RegistryEntry, RegistryList};
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
@@ -157,6 +158,10 @@ fn strings(raw: Option<OneOrMany>) -> Vec<String> {
     raw.map(OneOrMany::into_vec).unwrap_or_default()
 }
 
+impl Validated for Settings {
+    type Written = RawSettings;
+}
+
 impl TryFrom<RawSettings> for Settings {
     type Error = SettingsError;
 
@@ -204,7 +209,7 @@ impl TryFrom<RawSettings> for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::settings::parse;
+    use policy_decode::settings::parse;
     use rstest::rstest;
     use serde_json::{Value, json};
 

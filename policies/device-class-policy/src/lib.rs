@@ -4,13 +4,14 @@
 
 pub mod settings;
 
-use policy_core::class::{ClassKind, record};
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::gate::{Gate, HandledKind, required};
-use policy_core::json::At;
-use policy_core::policy::Policy;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::gate::{Gate, HandledKind, required};
+use policy_admission::policy::Policy;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::PolicyError;
+use policy_decode::json::At;
+use tenancy_rules::class::{ClassKind, record};
 
 pub use settings::Settings;
 
@@ -49,7 +50,6 @@ const CLAIM_KINDS: [HandledKind; 2] = [
 impl Policy for DeviceClassPolicy {
     const NAME: &'static str = "device-class-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
     /// Claim specs are immutable: only CREATE is judged.
     const OPERATIONS: &'static [Operation] = &[Operation::Create];
@@ -183,11 +183,11 @@ impl Requests<'_> {
     }
 }
 
-policy_core::export_policy!(DeviceClassPolicy);
+policy_admission::export_policy!(DeviceClassPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     DeviceClassPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"allowed": ["gpu-a"], "selector": {"matchLabels": {"env": "production"}}}),
         kinds: &[
             ("resource.k8s.io", "v1", "ResourceClaim"),
@@ -224,8 +224,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::{Value, json};
 
     fn run(version: &str, requests: Value) -> ValidationResponse {

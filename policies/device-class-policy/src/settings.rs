@@ -1,14 +1,15 @@
 //! Settings of device-class-policy: a class allow-list without default (`docs/semantics.md#class-allow-lists`),
 //! `allowAdminAccess`, `deviceClassApiVersion` and `onLookupError`.
 
-use policy_core::SettingsError;
-use policy_core::class::ClassAllowList;
-use policy_core::cluster::OnLookupError;
-use policy_core::settings::{Raw, decode};
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::settings::decode;
+use tenancy_rules::class::ClassAllowList;
 
-/// The settings as written: a class allow-list at the top level, and the policy's own fields.
-pub use policy_core::class::RawTopLevel as RawSettings;
+use policy_decode::settings::Validated;
 use serde::Deserialize;
+/// The settings as written: a class allow-list at the top level, and the policy's own fields.
+pub use tenancy_rules::class::RawTopLevel as RawSettings;
 
 /// API versions DeviceClasses can be fetched with.
 pub const DEVICE_CLASS_API_VERSIONS: [&str; 3] = [
@@ -38,11 +39,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 impl TryFrom<RawSettings> for Settings {

@@ -1,13 +1,14 @@
 //! gateway-class-policy: Gateways may name only allowed GatewayClasses; a Gateway created
 //! without class gets the tenant default (README rules 1–3).
 
-use policy_core::class::{ClassKind, ClassPolicySettings, DefaultClass, record};
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::gate::{Gate, HandledKind};
-use policy_core::policy::Policy;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::gate::{Gate, HandledKind};
+use policy_admission::policy::Policy;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::PolicyError;
 use serde_json::Value;
+use tenancy_rules::class::{ClassKind, ClassPolicySettings, DefaultClass, record};
 
 /// The policy's settings: a class allow-list and `onLookupError`.
 pub type Settings = ClassPolicySettings;
@@ -47,7 +48,6 @@ fn class_name(object: &Value) -> Option<&str> {
 impl Policy for GatewayClassPolicy {
     const NAME: &'static str = "gateway-class-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = policy_core::class::RawTopLevel;
     type Settings = Settings;
 
     fn validate(
@@ -96,11 +96,11 @@ impl Policy for GatewayClassPolicy {
     }
 }
 
-policy_core::export_policy!(GatewayClassPolicy);
+policy_admission::export_policy!(GatewayClassPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     GatewayClassPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"allowed": ["internal"], "allowedRegex": "customer-.*", "selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"}),
         kinds: &[
             ("gateway.networking.k8s.io", "v1", "Gateway"),
@@ -130,8 +130,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::json;
 
     fn run(version: &str, spec: Value, settings: Value) -> ValidationResponse {

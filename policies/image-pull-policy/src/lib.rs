@@ -4,14 +4,15 @@
 
 pub mod settings;
 
-use policy_core::cluster::Lookups;
-use policy_core::pod::ContainerList;
-use policy_core::policy::Policy;
-use policy_core::pull_policy::ALWAYS;
-use policy_core::pulls::{Pull, PullTarget, Puller, pull_target};
-use policy_core::request::AdmissionRequest;
-use policy_core::{PolicyError, Verdict};
+use kube_values::pull_policy::ALWAYS;
+use policy_admission::Verdict;
+use policy_admission::cluster::Lookups;
+use policy_admission::pod::ContainerList;
+use policy_admission::policy::Policy;
+use policy_admission::request::AdmissionRequest;
+use policy_decode::PolicyError;
 use serde_json::json;
+use tenancy_rules::pulls::{Pull, PullTarget, Puller, pull_target};
 
 pub use settings::Settings;
 
@@ -20,7 +21,6 @@ pub struct ImagePullPolicy;
 
 impl Policy for ImagePullPolicy {
     const NAME: &'static str = "image-pull-policy";
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -94,11 +94,11 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
     );
 }
 
-policy_core::export_policy!(ImagePullPolicy);
+policy_admission::export_policy!(ImagePullPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     ImagePullPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         // mutate and allowed together: Pods are mutated, changed images on Pod UPDATEs judged
         settings: serde_json::json!({"mutate": "Always", "allowed": ["Always", "Never"]}),
         subresources: &["ephemeralcontainers"],
@@ -126,8 +126,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::Value;
 
     fn run(

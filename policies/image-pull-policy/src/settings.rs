@@ -1,7 +1,8 @@
 //! Settings of image-pull-policy (README "Settings").
 
-use policy_core::SettingsError;
-use policy_core::pull_policy::{PullPolicies, PullPolicy};
+use kube_values::pull_policy::{PullPolicies, PullPolicy};
+use policy_decode::SettingsError;
+use policy_decode::settings::Validated;
 use serde::Deserialize;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
@@ -22,6 +23,10 @@ pub struct Settings {
     pub allowed: PullPolicies,
     /// Whether Pods get `Always` written (README rule 4).
     pub mutate: bool,
+}
+
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 impl TryFrom<RawSettings> for Settings {
@@ -63,7 +68,7 @@ impl TryFrom<RawSettings> for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::settings::parse;
+    use policy_decode::settings::parse;
     use rstest::rstest;
     use serde_json::{Value, json};
 

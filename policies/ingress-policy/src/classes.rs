@@ -3,11 +3,12 @@
 //! cluster default injected by the DefaultIngressClass plugin
 //! (`docs/semantics.md#class-allow-lists`).
 
-use policy_core::class::{
+use policy_admission::Verdict;
+use policy_admission::cluster::{Found, Lookups, OnLookupError};
+use policy_decode::{FieldPath, PolicyError};
+use tenancy_rules::class::{
     ClassAllowList, ClassFetch, ClassKind, ClassOutcome, DefaultClass, skip_on_lookup_error,
 };
-use policy_core::cluster::{Found, Lookups, OnLookupError};
-use policy_core::{FieldPath, PolicyError, Verdict};
 
 use crate::ingress::ClassValues;
 use crate::report::{Part, Report};

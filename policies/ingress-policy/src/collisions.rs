@@ -9,12 +9,13 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use policy_core::class::skip_on_lookup_error;
-use policy_core::cluster::{GetRequest, ListRequest, Lookups};
-use policy_core::hostname::normalize;
-use policy_core::labels::is_label_value;
-use policy_core::{FieldPath, PolicyError, Verdict};
+use kube_values::hostname::normalize;
+use kube_values::labels::is_label_value;
+use policy_admission::Verdict;
+use policy_admission::cluster::{GetRequest, ListRequest, Lookups};
+use policy_decode::{FieldPath, PolicyError};
 use serde::Deserialize;
+use tenancy_rules::class::skip_on_lookup_error;
 
 use crate::ingress::{Claim, Rule};
 use crate::report::{Part, Report};
@@ -464,7 +465,7 @@ impl<'r> Naming<'r> {
 mod tests {
     use super::*;
     use crate::ingress::rules;
-    use policy_core::json::At;
+    use policy_decode::json::At;
     use serde_json::{Value, json};
 
     fn ingress(namespace: &str, name: &str, rules: Value) -> Value {
@@ -580,7 +581,7 @@ mod tests {
 
     #[test]
     fn malformed_candidates_are_failed_lookups() {
-        use policy_core::cluster::Objects;
+        use policy_admission::cluster::Objects;
         for (bad, reason) in [
             (
                 json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "x"}}),

@@ -4,8 +4,8 @@
 
 use std::cell::OnceCell;
 
-use policy_core::FieldPath;
-use policy_core::hostname::{HostnameAllowList, is_wildcard};
+use kube_values::hostname::{HostnameAllowList, is_wildcard};
+use policy_decode::FieldPath;
 
 use crate::ingress::{Rule, TlsHost};
 use crate::report::{Part, Report};

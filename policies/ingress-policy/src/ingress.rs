@@ -2,8 +2,8 @@
 //! backend and the two ways of naming an IngressClass, read through checked accessors
 //! (a field of the wrong type is a 400 naming its path).
 
-use policy_core::json::At;
-use policy_core::{FieldPath, PolicyError};
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::Value;
 
 /// The annotation naming an IngressClass (before `spec.ingressClassName` existed; several

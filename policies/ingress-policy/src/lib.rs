@@ -10,11 +10,12 @@ pub mod ingress;
 pub mod report;
 pub mod settings;
 
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::gate::{Admitted, Gate, HandledKind};
-use policy_core::policy::Policy;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::gate::{Admitted, Gate, HandledKind};
+use policy_admission::policy::Policy;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::PolicyError;
 
 use crate::collisions::Me;
 use crate::hostnames::Hostnames;
@@ -48,7 +49,6 @@ fn gate() -> Gate {
 impl Policy for IngressPolicy {
     const NAME: &'static str = "ingress-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_AND_LIST;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -121,11 +121,11 @@ fn judge(
     Ok(())
 }
 
-policy_core::export_policy!(IngressPolicy);
+policy_admission::export_policy!(IngressPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     IngressPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({
             "allowedHostnames": {"allowed": ["app.acme.com"], "allowedRegex": "[a-z0-9-]+\\.solar\\.acme\\.com"},
             "hostnameCollisionScope": "Tenant",
@@ -188,8 +188,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::{Value, json};
 
     fn run(

@@ -2,7 +2,8 @@
 //! the rules run in a fixed order, and each violation is filed under the part of the
 //! Ingress it names; the parts are then ordered as the request's object orders its keys.
 
-use policy_core::{FieldPath, Verdict, Violation};
+use policy_admission::{Verdict, Violation};
+use policy_decode::FieldPath;
 use serde_json::Value;
 
 /// The parts of an Ingress whose violations are listed together.

@@ -1,13 +1,14 @@
 //! Settings of ingress-policy: allowed hostnames, wildcard and default-backend switches,
 //! the collision scope, the allowed IngressClasses and `onLookupError`.
 
-use policy_core::SettingsError;
-use policy_core::class::{ClassAllowList, RawClassAllowList};
-use policy_core::cluster::OnLookupError;
-use policy_core::hostname::{HostnameAllowList, RawHostnameAllowList};
-use policy_core::labels::is_label_key;
-use policy_core::settings::{ExactName, Raw, exact_name, is_reread};
+use kube_values::hostname::{HostnameAllowList, RawHostnameAllowList};
+use kube_values::labels::is_label_key;
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::settings::Validated;
+use policy_decode::settings::{ExactName, exact_name, is_reread};
 use serde::Deserialize;
+use tenancy_rules::class::{ClassAllowList, RawClassAllowList};
 
 /// The default Namespace label naming a tenant (`docs/semantics.md#tenants`).
 pub const DEFAULT_TENANT_LABEL: &str = "capsule.clastix.io/tenant";
@@ -76,11 +77,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 /// The tenant label: a label key; another than the default only where a scope reads it.

@@ -1,14 +1,15 @@
 //! limit-range-policy: LimitRange items (Container, Pod, PersistentVolumeClaim) enforced at
 //! admission with the Kubernetes LimitRanger semantics (README rules 1–6): Pods being created
 //! get the Container defaults, then every bound is judged; workload templates, `pods/resize`
-//! and claims are judged without mutation. The logic is `policy_core::limit_range`.
+//! and claims are judged without mutation. The logic is `tenancy_rules::limit_range`.
 
 pub mod settings;
 
-use policy_core::cluster::Lookups;
-use policy_core::policy::Policy;
-use policy_core::request::AdmissionRequest;
-use policy_core::{PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::Lookups;
+use policy_admission::policy::Policy;
+use policy_admission::request::AdmissionRequest;
+use policy_decode::PolicyError;
 
 pub use settings::Settings;
 
@@ -17,7 +18,6 @@ pub struct LimitRangePolicy;
 
 impl Policy for LimitRangePolicy {
     const NAME: &'static str = "limit-range-policy";
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -25,15 +25,15 @@ impl Policy for LimitRangePolicy {
         settings: &Settings,
         _lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
-        policy_core::limit_range::judge(Self::NAME, request, settings)
+        tenancy_rules::limit_range::judge(Self::NAME, request, settings)
     }
 }
 
-policy_core::export_policy!(LimitRangePolicy);
+policy_admission::export_policy!(LimitRangePolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     LimitRangePolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"items": [
             {"limits": [{"type": "Pod", "min": {"cpu": "50m", "memory": "5Mi"}, "max": {"cpu": "1", "memory": "1Gi"}}]},
             {"limits": [{"type": "Container", "defaultRequest": {"cpu": "100m", "memory": "10Mi"},
@@ -105,8 +105,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::{Value, json};
 
     fn run(kind: Value, object: Value, settings: Value) -> ValidationResponse {

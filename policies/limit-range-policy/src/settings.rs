@@ -1,15 +1,16 @@
 //! Settings of limit-range-policy (README "Settings"): exactly one of `limits` (one
 //! LimitRange spec) and `items` (several, Capsule's shape), validated and merged by
-//! `policy_core::limit_range::settings`.
+//! `tenancy_rules::limit_range::settings`.
 
-pub use policy_core::limit_range::RawSettings;
+pub use tenancy_rules::limit_range::RawSettings;
 
 /// Validated settings: the items merged by type.
-pub type Settings = policy_core::limit_range::LimitRanges;
+pub type Settings = tenancy_rules::limit_range::LimitRanges;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use policy_decode::settings::Validated;
     use serde_json::json;
 
     /// The README's seed: Capsule's three LimitRange items as `items`.

@@ -4,14 +4,15 @@
 
 pub mod settings;
 
-use policy_core::cluster::Lookups;
-use policy_core::gate::{NAMESPACE, PROJECT, PROJECT_REQUEST};
-use policy_core::json::At;
-use policy_core::message::bracketed;
-use policy_core::metadata::{changed_keys, owner_references, string_map};
-use policy_core::policy::{Policy, unsupported_kind};
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::Lookups;
+use policy_admission::gate::{NAMESPACE, PROJECT, PROJECT_REQUEST};
+use policy_admission::metadata::{changed_keys, owner_references, string_map};
+use policy_admission::policy::{Policy, unsupported_kind};
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::json::At;
+use policy_decode::message::bracketed;
+use policy_decode::{FieldPath, PolicyError};
 
 use settings::KeyRules;
 pub use settings::Settings;
@@ -24,11 +25,10 @@ pub struct NamespaceMetadataPolicy;
 
 impl Policy for NamespaceMetadataPolicy {
     const NAME: &'static str = "namespace-metadata-policy";
-    const HOST_CAPABILITIES: policy_core::cluster::HostCapabilities =
-        policy_core::cluster::HostCapabilities::LIST_ALL;
+    const HOST_CAPABILITIES: policy_admission::cluster::HostCapabilities =
+        policy_admission::cluster::HostCapabilities::LIST_ALL;
     const OPERATIONS: &'static [Operation] =
         &[Operation::Create, Operation::Update, Operation::Delete];
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -172,11 +172,11 @@ fn judged_name(request: &AdmissionRequest, object: Option<&At<'_>>) -> Result<St
     }
 }
 
-policy_core::export_policy!(NamespaceMetadataPolicy);
+policy_admission::export_policy!(NamespaceMetadataPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     NamespaceMetadataPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({
             "reservedNames": ["default", "kube-.*", "openshift-.*"],
             "allowedLabels": ["custom\\.appuio\\.io/.*"],
@@ -218,13 +218,12 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
+    use policy_admission::cluster::Objects;
     use serde_json::{Value, json};
 
     fn run(settings: Value, request: Value, cluster: Vec<Value>) -> Result<Verdict, PolicyError> {
-        let settings: Settings =
-            policy_core::settings::parse::<settings::RawSettings, _>(&settings)
-                .expect("valid settings");
+        let settings: Settings = <Settings as policy_decode::settings::Validated>::parse(&settings)
+            .expect("valid settings");
         let request: AdmissionRequest = serde_json::from_value(request).expect("request");
         let mut objects = Objects::new(cluster);
         let mut lookups = Lookups::new(&mut objects);

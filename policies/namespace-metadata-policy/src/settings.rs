@@ -1,13 +1,14 @@
 //! Settings of namespace-metadata-policy (README "Settings").
 
-use policy_core::SettingsError;
-use policy_core::cluster::OnLookupError;
-use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
-use policy_core::matcher::{FullMatch, PatternList, regexes};
-use policy_core::names::NameList;
-use policy_core::organization::check_key;
-use policy_core::settings::no_duplicate_names;
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::matcher::{FullMatch, PatternList, regexes};
+use policy_decode::names::NameList;
+use policy_decode::settings::Validated;
+use policy_decode::settings::no_duplicate_names;
 use serde::Deserialize;
+use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
+use tenancy_rules::organization::check_key;
 
 /// The default `reservedNames`.
 pub const DEFAULT_RESERVED: [&str; 4] = ["default", "kube-.*", "openshift", "openshift-.*"];
@@ -59,7 +60,7 @@ impl KeyRules {
         protected: NameList,
     ) -> Result<Self, SettingsError> {
         let allowed = PatternList::new(regexes(field, &allowed)?);
-        if !policy_core::settings::is_reread() {
+        if !policy_decode::settings::is_reread() {
             for (i, key) in protected.iter().enumerate() {
                 check_key(&format!("{protected_field}[{i}]"), key)?;
             }
@@ -104,6 +105,10 @@ fn owned(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
+impl Validated for Settings {
+    type Written = RawSettings;
+}
+
 impl TryFrom<RawSettings> for Settings {
     type Error = SettingsError;
 
@@ -140,7 +145,7 @@ impl TryFrom<RawSettings> for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::settings::parse;
+    use policy_decode::settings::parse;
     use rstest::rstest;
     use serde_json::{Value, json};
 

@@ -2,10 +2,11 @@
 //! organization a Namespace or Project gets, whether its requester may use it, and the
 //! injection of README rule 6.
 
-use policy_core::class::skip_on_lookup_error;
-use policy_core::cluster::{GetRequest, Lookups};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{GetRequest, Lookups};
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::Value;
+use tenancy_rules::class::skip_on_lookup_error;
 
 use crate::settings::{Membership, Settings};
 

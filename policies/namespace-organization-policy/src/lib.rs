@@ -6,15 +6,16 @@
 pub mod flows;
 pub mod settings;
 
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::gate::{Admitted, Gate, HandledKind, NAMESPACE, PROJECT};
-use policy_core::json::At;
-use policy_core::metadata::string_map;
-use policy_core::organization::named_by;
-use policy_core::policy::Policy;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::gate::{Admitted, Gate, HandledKind, NAMESPACE, PROJECT};
+use policy_admission::metadata::string_map;
+use policy_admission::policy::Policy;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::Value;
+use tenancy_rules::organization::named_by;
 
 use crate::flows::{Requester, Target};
 pub use crate::settings::Settings;
@@ -38,7 +39,6 @@ impl Policy for NamespaceOrganizationPolicy {
     const NAME: &'static str = "namespace-organization-policy";
     // Users, membership objects and Namespaces by name; ClusterRoleBindings listed.
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_AND_LIST_ALL;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -161,14 +161,14 @@ fn service_account(username: &str) -> Result<Option<(&str, &str)>, PolicyError> 
     }
 }
 
-policy_core::export_policy!(NamespaceOrganizationPolicy);
+policy_admission::export_policy!(NamespaceOrganizationPolicy);
 
 #[cfg(test)]
 mod tests;
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     NamespaceOrganizationPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"exemptPrincipals": {"clusterRoles": ["cluster-admin"]}}),
         kinds: &[
             ("", "v1", "Namespace"),

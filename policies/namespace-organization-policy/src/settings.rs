@@ -2,14 +2,15 @@
 //! default organization is read, how membership is proven, the Project requester
 //! annotation, `exemptPrincipals` and `onLookupError` (README "Settings").
 
-use policy_core::SettingsError;
-use policy_core::cluster::OnLookupError;
-use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
-use policy_core::organization::{
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::settings::Validated;
+use policy_decode::settings::{ExactName, exact_name, is_reread};
+use serde::Deserialize;
+use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
+use tenancy_rules::organization::{
     DEFAULT_ANNOTATION, DEFAULT_LABEL, DefaultOrganization, OPENSHIFT_USER_API_VERSION, check_key,
 };
-use policy_core::settings::{ExactName, Raw, exact_name, is_reread};
-use serde::Deserialize;
 
 /// The default Project annotation naming who requested the Project, `openshift.io/requester`.
 pub const DEFAULT_REQUESTER_ANNOTATION: &str = "openshift.io/requester";
@@ -123,11 +124,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 /// A label or annotation key setting at `path`, `default` when absent.

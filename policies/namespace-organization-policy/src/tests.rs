@@ -1,8 +1,8 @@
 //! Native tests of the flows (README rules 1–6) against an in-memory cluster.
 
 use super::*;
-use policy_core::cluster::Objects;
-use policy_core::policy::{ValidationResponse, evaluate};
+use policy_admission::cluster::Objects;
+use policy_admission::policy::{ValidationResponse, evaluate};
 use serde_json::json;
 
 fn cluster() -> Objects {

@@ -3,8 +3,8 @@
 //! only their metadata (`docs/semantics.md#lookups`, `docs/semantics.md#cost`); each item is
 //! decoded into its name alone, the rest skipped unparsed.
 
-use policy_core::PolicyError;
-use policy_core::cluster::{ListRequest, Lookups};
+use policy_admission::cluster::{ListRequest, Lookups};
+use policy_decode::PolicyError;
 use serde::Deserialize;
 
 /// The list of `org`'s Namespaces: every Namespace with label `<label>=<org>`, masked to
@@ -50,7 +50,7 @@ pub fn count(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
+    use policy_admission::cluster::Objects;
     use serde_json::{Value, json};
 
     fn ns(name: &str, org: &str, phase: &str) -> Value {
@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn the_list_is_masked_to_metadata() {
         let mut cluster = Objects::new(vec![ns("acme-1", "acme", "Active")]);
-        let listed = policy_core::cluster::Cluster::list(
+        let listed = policy_admission::cluster::Cluster::list(
             &mut cluster,
             &namespaces_of("appuio.io/organization", "acme"),
         )

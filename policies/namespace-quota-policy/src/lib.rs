@@ -10,13 +10,14 @@ pub mod target;
 
 use std::borrow::Cow;
 
-use policy_core::class::skip_on_lookup_error;
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::gate::{Gate, HandledKind, NAMESPACE, PROJECT_REQUEST};
-use policy_core::labels::is_label_value;
-use policy_core::policy::Policy;
-use policy_core::request::AdmissionRequest;
-use policy_core::{PolicyError, Verdict};
+use kube_values::labels::is_label_value;
+use policy_admission::Verdict;
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::gate::{Gate, HandledKind, NAMESPACE, PROJECT_REQUEST};
+use policy_admission::policy::Policy;
+use policy_admission::request::AdmissionRequest;
+use policy_decode::PolicyError;
+use tenancy_rules::class::skip_on_lookup_error;
 
 pub use crate::settings::Settings;
 use crate::target::{Kind, Source, Target};
@@ -40,7 +41,6 @@ impl Policy for NamespaceQuotaPolicy {
     // `get_resource` (ConfigMap, User) and `list_resources_all` (Namespaces,
     // ClusterRoleBindings); nothing is listed by namespace.
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_AND_LIST_ALL;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -141,11 +141,11 @@ pub fn judge(
     Ok(verdict)
 }
 
-policy_core::export_policy!(NamespaceQuotaPolicy);
+policy_admission::export_policy!(NamespaceQuotaPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     NamespaceQuotaPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({
             "defaultQuota": 2,
             "overrides": {"beta": 0},
@@ -197,8 +197,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::{Value, json};
 
     const LABEL: &str = "appuio.io/organization";

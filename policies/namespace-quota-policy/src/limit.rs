@@ -1,8 +1,8 @@
 //! README rule 2: an organization's limit — its ConfigMap's value when configured, found and
 //! non-empty; else `overrides[org]`; else `defaultQuota`.
 
-use policy_core::PolicyError;
-use policy_core::cluster::{GetRequest, Lookups};
+use policy_admission::cluster::{GetRequest, Lookups};
+use policy_decode::PolicyError;
 use serde_json::Value;
 
 use crate::settings::{OverrideConfigMap, Quota, Settings};
@@ -65,7 +65,8 @@ fn parse(text: &str) -> Option<Quota> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
+    use policy_admission::cluster::Objects;
+    use policy_decode::settings::Validated;
     use serde_json::json;
 
     fn settings() -> Settings {

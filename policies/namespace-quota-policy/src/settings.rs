@@ -5,17 +5,18 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use policy_core::SettingsError;
-use policy_core::cluster::OnLookupError;
-use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
-use policy_core::labels::{is_dns_subdomain, is_label_value};
-use policy_core::organization::{
-    DEFAULT_ANNOTATION, DEFAULT_LABEL, DefaultOrganization, check_key,
-};
-use policy_core::settings::{Raw, converted, is_reread};
+use kube_values::labels::{is_dns_subdomain, is_label_value};
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::settings::Validated;
+use policy_decode::settings::{converted, is_reread};
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
+use tenancy_rules::organization::{
+    DEFAULT_ANNOTATION, DEFAULT_LABEL, DefaultOrganization, check_key,
+};
 
 /// The default quota: 25 namespaces per organization (APPUiO production).
 pub const DEFAULT_QUOTA: u64 = 25;
@@ -186,12 +187,11 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
+}
 
+impl Settings {
     /// The quota of `org` from the settings alone (README rule 2, after the ConfigMap).
     pub fn quota_of(&self, org: &str) -> Quota {
         self.overrides

@@ -4,10 +4,10 @@
 //! UPDATE is judged only when it adds or changes the label
 //! (`docs/semantics.md#create-and-update`).
 
-use policy_core::gate::Admitted;
-use policy_core::organization::named_by;
-use policy_core::request::Operation;
-use policy_core::{FieldPath, PolicyError};
+use policy_admission::gate::Admitted;
+use policy_admission::request::Operation;
+use policy_decode::{FieldPath, PolicyError};
+use tenancy_rules::organization::named_by;
 
 /// Where the organization comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,2 +1,2 @@
 //! Native timing of the policy's decision (`make bench`); inputs come from `testdrive bench --emit-payloads`.
-policy_core::native_bench_main!(node_selector_policy::NodeSelectorPolicy);
+policy_admission::native_bench_main!(node_selector_policy::NodeSelectorPolicy);

@@ -6,16 +6,17 @@ pub mod settings;
 
 use std::collections::HashSet;
 
-use policy_core::class::skip_on_lookup_error;
-use policy_core::cluster::{GetRequest, HostCapabilities, Lookups};
-use policy_core::names::NameMap;
-use policy_core::node_defaults::namespace_default;
-use policy_core::pod::PodView;
-use policy_core::policy::Policy;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{GetRequest, HostCapabilities, Lookups};
+use policy_admission::pod::PodView;
+use policy_admission::policy::Policy;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_admission::workload::{PodTarget, pod_target};
+use policy_decode::names::NameMap;
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::{Value, json};
+use tenancy_rules::class::skip_on_lookup_error;
+use tenancy_rules::node_defaults::namespace_default;
 
 pub use settings::{DefaultMode, Settings};
 
@@ -25,7 +26,6 @@ pub struct NodeSelectorPolicy;
 impl Policy for NodeSelectorPolicy {
     const NAME: &'static str = "node-selector-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -226,11 +226,11 @@ fn pod_update(
     Ok(())
 }
 
-policy_core::export_policy!(NodeSelectorPolicy);
+policy_admission::export_policy!(NodeSelectorPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     NodeSelectorPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"requiredNodeSelector": {"pool": "renewable"},
             "defaultNodeSelector": {"appuio.io/node-class": "flex"},
             "defaultNodeSelectorAnnotation": "appuio.io/default-node-selector"}),
@@ -257,8 +257,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
 
     fn run(spec: Value, settings: Value, objects: Vec<Value>) -> ValidationResponse {
         let payload = json!({
@@ -312,7 +312,7 @@ mod tests {
     #[test]
     fn delete_with_refused_settings_keeps_the_contract() {
         let payload = r#"{"request": {"kind": {"group": "", "kind": "Pod", "version": "v1"}, "namespace": "solar-dev", "operation": "DELETE", "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app", "namespace": "solar-dev"}, "spec": {"nodeName": "worker01"}}}, "settings": {"defaultNodeSelector": {"appuio.io/node-cl@ass": "flex"}, "forbidNodeName": true, "requiredNodeSelector": {"pool": "renewable"}}}"#;
-        policy_core::testing::check_payload::<NodeSelectorPolicy>(payload.as_bytes()).unwrap();
+        policy_admission::testing::check_payload::<NodeSelectorPolicy>(payload.as_bytes()).unwrap();
         let r = evaluate::<NodeSelectorPolicy>(payload.as_bytes(), &mut Objects::default());
         assert!(r.accepted && r.code.is_none() && r.mutated_object.is_none());
     }
@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn settings_refused_only_by_a_syntax_check_are_judged() {
         let payload = r#"{"request": {"kind": {"group": "", "kind": "Pod", "version": "v1"}, "namespace": "solar-dev", "operation": "CREATE", "userInfo": {"username": "alice"}, "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app", "namespace": "solar-dev"}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}, "settings": {"defaultMode": "whenEmpty", "defaultNodeSelector": {"appuio.io/node-class": "flex"}, "requiredNodeSelector": {"pool": "re(ewable"}}}"#;
-        policy_core::testing::check_payload::<NodeSelectorPolicy>(payload.as_bytes()).unwrap();
+        policy_admission::testing::check_payload::<NodeSelectorPolicy>(payload.as_bytes()).unwrap();
     }
 
     fn ns(annotation: &str) -> Value {

@@ -1,12 +1,12 @@
 //! Settings of node-selector-policy.
 
-use policy_core::SettingsError;
-use policy_core::cluster::OnLookupError;
-use policy_core::names::NameMap;
-use policy_core::settings::Raw;
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::names::NameMap;
 use serde::Deserialize;
 
-use policy_core::node_defaults::{check_annotation, check_pairs};
+use policy_decode::settings::Validated;
+use tenancy_rules::node_defaults::{check_annotation, check_pairs};
 
 /// How default pairs are added.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -51,11 +51,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 impl TryFrom<RawSettings> for Settings {
@@ -102,6 +99,7 @@ impl TryFrom<RawSettings> for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use policy_decode::settings::Raw;
     use rstest::rstest;
     use serde_json::{Value, json};
 

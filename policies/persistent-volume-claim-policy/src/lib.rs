@@ -5,16 +5,17 @@
 
 pub mod settings;
 
-use policy_core::class::{ClassAllowList, ClassFetch, ClassKind, record, skip_on_lookup_error};
-use policy_core::cluster::{Found, GetRequest, HostCapabilities, Lookups, OnLookupError};
-use policy_core::gate::{Gate, HandledKind};
-use policy_core::json::At;
-use policy_core::mutation::{push, set};
-use policy_core::pod::{PodKind, PodView};
-use policy_core::policy::Policy;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{Found, GetRequest, HostCapabilities, Lookups, OnLookupError};
+use policy_admission::gate::{Gate, HandledKind};
+use policy_admission::mutation::{push, set};
+use policy_admission::pod::{PodKind, PodView};
+use policy_admission::policy::Policy;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::{Value, json};
+use tenancy_rules::class::{ClassAllowList, ClassFetch, ClassKind, record, skip_on_lookup_error};
 
 pub use settings::{Settings, VolumeBinding};
 
@@ -150,7 +151,6 @@ const CLAIM: [HandledKind; 1] = [HandledKind {
 impl Policy for PersistentVolumeClaimPolicy {
     const NAME: &'static str = "persistent-volume-claim-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -640,11 +640,11 @@ fn expressions_pin(
     Ok(pinned)
 }
 
-policy_core::export_policy!(PersistentVolumeClaimPolicy);
+policy_admission::export_policy!(PersistentVolumeClaimPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     PersistentVolumeClaimPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"storageClasses": {"selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"},
             "volumeBinding": {}}),
         kinds: &[
@@ -701,8 +701,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
 
     fn cluster() -> Objects {
         Objects::new(vec![

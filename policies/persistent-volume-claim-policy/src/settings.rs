@@ -1,12 +1,13 @@
 //! Settings of persistent-volume-claim-policy: a StorageClass allow-list and cross-tenant
 //! volume binding protection.
 
-use policy_core::SettingsError;
-use policy_core::class::{ClassAllowList, RawClassAllowList};
-use policy_core::cluster::OnLookupError;
-use policy_core::labels::is_label_key;
-use policy_core::settings::{Raw, is_reread};
+use kube_values::labels::is_label_key;
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::settings::Validated;
+use policy_decode::settings::is_reread;
 use serde::Deserialize;
+use tenancy_rules::class::{ClassAllowList, RawClassAllowList};
 
 /// The default tenant label on Namespaces and PersistentVolumes.
 pub const DEFAULT_TENANT_LABEL: &str = "capsule.clastix.io/tenant";
@@ -54,11 +55,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 impl TryFrom<RawVolumeBinding> for VolumeBinding {

@@ -3,12 +3,12 @@
 //! by a selector over the Namespace's labels, read by cluster lookup
 //! (`docs/semantics.md#lookups`) only when the globs did not match.
 
-use policy_core::cluster::{GetRequest, Lookups};
-use policy_core::principal::Glob;
-use policy_core::request::missing_namespace;
-use policy_core::selector::{LabelSelector, RawLabelSelector};
-use policy_core::{PolicyError, SettingsError};
+use kube_values::selector::{LabelSelector, RawLabelSelector};
+use policy_admission::cluster::{GetRequest, Lookups};
+use policy_admission::request::missing_namespace;
+use policy_decode::{PolicyError, SettingsError};
 use serde::Deserialize;
+use tenancy_rules::principal::Glob;
 
 /// `restrictions[].binding` as written in the settings.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -150,7 +150,7 @@ impl Binding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
+    use policy_admission::cluster::Objects;
     use rstest::rstest;
     use serde_json::{Value, json};
 

@@ -9,9 +9,10 @@
 //! Bindings are evaluated lazily (Drop bindings only when no Accept restriction admitted
 //! the object), so the Namespace is read only when a selector needs it.
 
-use policy_core::cluster::{Lookups, OnLookupError};
-use policy_core::verdict::distinct;
-use policy_core::{FieldPath, PolicyError, Verdict, Violation};
+use policy_admission::cluster::{Lookups, OnLookupError};
+use policy_admission::verdict::distinct;
+use policy_admission::{Verdict, Violation};
+use policy_decode::{FieldPath, PolicyError};
 
 use crate::binding::BindingMode;
 use crate::fields::Template;
@@ -110,7 +111,8 @@ fn violations(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
+    use policy_admission::cluster::Objects;
+    use policy_decode::settings::Validated;
     use serde_json::{Value, json};
 
     fn run(

@@ -19,7 +19,7 @@
 //! assert!(JsonPath::parse("$..template").is_err());
 //! ```
 
-use policy_core::FieldPath;
+use policy_decode::FieldPath;
 use serde_json::Value;
 
 /// One step of a path.

@@ -10,12 +10,13 @@ pub mod settings;
 
 use std::collections::HashSet;
 
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::json::At;
-use policy_core::pod::{PodKind, PodView, pod_spec_changed};
-use policy_core::policy::{Policy, unsupported_kind};
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{FieldPath, Mode, PolicyError, Verdict};
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::pod::{PodKind, PodView, pod_spec_changed};
+use policy_admission::policy::{Policy, unsupported_kind};
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_admission::{Mode, Verdict};
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::Value;
 
 use crate::fields::Template;
@@ -27,7 +28,6 @@ pub struct PodRestrictionPolicy;
 impl Policy for PodRestrictionPolicy {
     const NAME: &'static str = "pod-restriction-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn mode(settings: &Settings) -> Mode {
@@ -146,11 +146,11 @@ fn pod_fields_changed(old: &Value, new: &Value, kind: PodKind) -> bool {
         || read(old, "spec", None) != read(new, "spec", None)
 }
 
-policy_core::export_policy!(PodRestrictionPolicy);
+policy_admission::export_policy!(PodRestrictionPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     PodRestrictionPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"restrictions": [
             {"name": "restricted", "binding": {"namespaces": ["team-*"]}, "spec": {
                 "metadata": {"labels": {"keyBlacklist": ["owner"]}, "name": {"regex": "a.*"}},
@@ -216,8 +216,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::json;
 
     fn run(
@@ -334,7 +334,7 @@ mod jsonpath_robustness {
         #[test]
         fn arbitrary_jsonpaths_never_panic(
             text in "[$.\\[\\]'\"*a-z0-9?@ -]{0,20}",
-            doc in policy_core::testing::arb_json(policy_core::testing::POD_KEYS, &["x"]),
+            doc in policy_admission::testing::arb_json(policy_admission::testing::POD_KEYS, &["x"]),
         ) {
             if let Ok(p) = crate::jsonpath::JsonPath::parse(&text) {
                 let _ = p.resolve(&doc);

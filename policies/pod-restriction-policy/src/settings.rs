@@ -4,17 +4,19 @@
 
 use std::collections::HashSet;
 
-use policy_core::cluster::OnLookupError;
-use policy_core::matcher::OneOrMany;
-use policy_core::pod::PodKind;
-use policy_core::request::AdmissionRequest;
-use policy_core::settings::{Raw, is_reread};
-use policy_core::{Mode, SettingsError};
+use policy_admission::Mode;
+use policy_admission::cluster::OnLookupError;
+use policy_admission::pod::PodKind;
+use policy_admission::request::AdmissionRequest;
+use policy_decode::SettingsError;
+use policy_decode::matcher::OneOrMany;
+use policy_decode::settings::is_reread;
 use serde::Deserialize;
 
 use crate::binding::{Binding, RawBinding};
 use crate::fields::{RawRestrictionSpec, RestrictionSpec};
 use crate::jsonpath::JsonPath;
+use policy_decode::settings::Validated;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Deserialize)]
@@ -86,12 +88,11 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings; refusals name the settings path.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
+}
 
+impl Settings {
     /// The registered custom resource a request is for, if any.
     pub fn custom_resource(&self, request: &AdmissionRequest) -> Option<&CustomResource> {
         let kind = &request.kind;

@@ -1,4 +1,4 @@
-//! Native cost of the `bench.yaml` requests through the core (`policy_core::policy::evaluate`),
+//! Native cost of the `bench.yaml` requests through the core (`policy_admission::policy::evaluate`),
 //! to set beside `testdrive bench` (wasm, fresh and reused instance). `make bench` runs it on
 //! the payloads `testdrive bench --emit-payloads` writes:
 //!
@@ -7,4 +7,4 @@
 //! cargo run --profile host -p pod-security-policy --example native_bench -- target/bench-inputs/pod-security-policy.json
 //! ```
 
-policy_core::native_bench_main!(pod_security_policy::PodSecurityPolicy);
+policy_admission::native_bench_main!(pod_security_policy::PodSecurityPolicy);

@@ -9,12 +9,13 @@ pub mod settings;
 pub mod spec;
 pub mod strategy;
 
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::pod::PodKind;
-use policy_core::policy::{Policy, unsupported_kind};
-use policy_core::principal::has_controller_owner;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{Mode, PolicyError, Verdict};
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::pod::PodKind;
+use policy_admission::policy::{Policy, unsupported_kind};
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_admission::{Mode, Verdict};
+use policy_decode::PolicyError;
+use tenancy_rules::principal::has_controller_owner;
 
 use selection::Mutation;
 pub use settings::Settings;
@@ -25,7 +26,6 @@ pub struct PodSecurityPolicy;
 impl Policy for PodSecurityPolicy {
     const NAME: &'static str = "pod-security-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn mode(settings: &Settings) -> Mode {
@@ -72,11 +72,11 @@ impl Policy for PodSecurityPolicy {
     }
 }
 
-policy_core::export_policy!(PodSecurityPolicy);
+policy_admission::export_policy!(PodSecurityPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     PodSecurityPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"profiles": [
             {"name": "restricted", "subjects": {"groups": ["tenantA-users"]}, "preset": "restricted"},
             {"name": "tool", "subjects": {"namespaces": ["team-*"], "serviceAccounts": ["team-a:deployer"]}, "spec": {
@@ -123,8 +123,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::{Value, json};
 
     fn run(request: Value, settings: Value, cluster: Vec<Value>) -> ValidationResponse {

@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use policy_core::cluster::{GetRequest, Lookups, OnLookupError};
-use policy_core::path::FieldPath;
-use policy_core::pod::{PodKind, PodView};
-use policy_core::request::{AdmissionRequest, UserInfo};
-use policy_core::{PolicyError, Verdict, Violation, pss};
+use policy_admission::cluster::{GetRequest, Lookups, OnLookupError};
+use policy_admission::pod::{PodKind, PodView};
+use policy_admission::request::{AdmissionRequest, UserInfo};
+use policy_admission::{Verdict, Violation};
+use policy_decode::PolicyError;
+use policy_decode::path::FieldPath;
 use serde_json::Value;
+use tenancy_rules::pss;
 
 use crate::settings::{Body, Profile, Settings, Subjects};
 use crate::strategy::{NamespaceIds, Resolved, defaults, validate};
@@ -109,7 +111,7 @@ pub fn select(
         return Ok(verdict);
     };
     // Malformed fields are a 400 whichever profile would (not) have read them.
-    policy_core::security_context::check_shape(&view)?;
+    tenancy_rules::security_context::check_shape(&view)?;
     // Profiles are chosen by namespace and by the Pod's service account `<ns>:<name>`.
     let namespace = request.namespace()?;
     let service_account = pod_service_account(&view)?;
@@ -300,7 +302,7 @@ pub fn significant_update(
     ephemeral_subresource: bool,
 ) -> bool {
     if kind.is_template() {
-        return policy_core::pod::pod_spec_changed(old, new, kind);
+        return policy_admission::pod::pod_spec_changed(old, new, kind);
     }
     // Compared in place: no copy of either object's lists.
     fn field<'v>(v: &'v Value, f: &str) -> Option<&'v Value> {
@@ -327,6 +329,7 @@ pub fn significant_update(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use policy_decode::settings::Validated;
     use serde_json::json;
 
     #[test]

@@ -2,17 +2,19 @@
 //! Security Standards preset, plus the subjects that may use it), `trustedControllers`,
 //! `onLookupError`.
 
-use policy_core::cluster::OnLookupError;
+use policy_admission::cluster::OnLookupError;
 use std::collections::HashSet;
 
-use policy_core::names::NameList;
-use policy_core::principal::{GlobSet, Principals, RawPrincipals, ServiceAccountPattern};
-use policy_core::pss::Level;
-use policy_core::settings::{Raw, is_reread};
-use policy_core::{Mode, SettingsError};
+use policy_admission::Mode;
+use policy_decode::SettingsError;
+use policy_decode::names::NameList;
+use policy_decode::settings::is_reread;
 use serde::Deserialize;
+use tenancy_rules::principal::{GlobSet, Principals, RawPrincipals, ServiceAccountPattern};
+use tenancy_rules::pss::Level;
 
 use crate::spec::{PspSpec, RawSpec};
+use policy_decode::settings::Validated;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Deserialize)]
@@ -151,7 +153,9 @@ impl TryFrom<RawProfile> for Profile {
 /// twice); errors name the profile (`profiles[2].spec.runAsUser`).
 impl<'de> Deserialize<'de> for Profile {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        policy_core::settings::converted(Profile::try_from(RawProfile::deserialize(deserializer)?))
+        policy_decode::settings::converted(Profile::try_from(RawProfile::deserialize(
+            deserializer,
+        )?))
     }
 }
 
@@ -168,11 +172,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 impl TryFrom<RawSettings> for Settings {
@@ -257,7 +258,7 @@ mod tests {
         ]});
         let err = Settings::parse(&raw).unwrap_err().to_string();
         assert_eq!(err, "profiles[3].name: duplicate profile name \"a\"");
-        let reread = policy_core::settings::reread(|| Settings::parse(&raw)).unwrap();
+        let reread = policy_decode::settings::reread(|| Settings::parse(&raw)).unwrap();
         let names: Vec<&str> = reread.profiles.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["b", "a", "c", "a"]);
     }

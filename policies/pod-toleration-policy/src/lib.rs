@@ -3,14 +3,15 @@
 
 pub mod settings;
 
-use policy_core::cluster::Lookups;
-use policy_core::pod::PodKind;
-use policy_core::policy::{Policy, unsupported_kind};
-use policy_core::principal::has_controller_owner;
-use policy_core::request::AdmissionRequest;
-use policy_core::toleration::{Operator, Toleration};
-use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{PolicyError, Verdict};
+use kube_values::toleration::{Operator, Toleration};
+use policy_admission::Verdict;
+use policy_admission::cluster::Lookups;
+use policy_admission::pod::PodKind;
+use policy_admission::policy::{Policy, unsupported_kind};
+use policy_admission::request::AdmissionRequest;
+use policy_admission::workload::{PodTarget, pod_target};
+use policy_decode::PolicyError;
+use tenancy_rules::principal::has_controller_owner;
 
 pub use settings::{ProtectedTaint, Settings};
 
@@ -19,7 +20,6 @@ pub struct PodTolerationPolicy;
 
 impl Policy for PodTolerationPolicy {
     const NAME: &'static str = "pod-toleration-policy";
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -90,11 +90,11 @@ fn judge_covering(
     }
 }
 
-policy_core::export_policy!(PodTolerationPolicy);
+policy_admission::export_policy!(PodTolerationPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     PodTolerationPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"protectedTaints": [
             {"key": "dedicated", "value": "tenantA", "effect": "NoSchedule", "allowedGroups": ["tenantA-users"],
              "allowedServiceAccounts": ["team-a:deployer"]},
@@ -123,8 +123,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::{Value, json};
 
     fn run(object: Value, user: &str, groups: &[&str]) -> ValidationResponse {

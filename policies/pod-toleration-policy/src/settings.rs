@@ -1,12 +1,13 @@
 //! Settings of pod-toleration-policy: protected taints and who may tolerate them, in the
 //! current form or the legacy Chimera form.
 
-use policy_core::SettingsError;
-use policy_core::names::NameList;
-use policy_core::principal::{Principals, RawPrincipals};
-use policy_core::settings::{Raw, is_reread, no_duplicates};
-use policy_core::toleration::{Effect, Taint};
+use kube_values::toleration::{Effect, Taint};
+use policy_decode::SettingsError;
+use policy_decode::names::NameList;
+use policy_decode::settings::Validated;
+use policy_decode::settings::{is_reread, no_duplicates};
 use serde::Deserialize;
+use tenancy_rules::principal::{Principals, RawPrincipals};
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
@@ -60,9 +61,9 @@ pub struct ProtectedTaint {
 
 impl<'de> Deserialize<'de> for ProtectedTaint {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        policy_core::settings::converted(ProtectedTaint::try_from(RawProtectedTaint::deserialize(
-            deserializer,
-        )?))
+        policy_decode::settings::converted(ProtectedTaint::try_from(
+            RawProtectedTaint::deserialize(deserializer)?,
+        ))
     }
 }
 
@@ -78,6 +79,10 @@ pub struct Settings {
     pub trusted_controllers: Principals,
 }
 
+impl Validated for Settings {
+    type Written = RawSettings;
+}
+
 impl Settings {
     /// The protected taints a toleration may cover, in settings order: those with its key,
     /// or all of them for a toleration without key.
@@ -90,11 +95,6 @@ impl Settings {
             .into_iter()
             .filter_map(|i| self.protected_taints.get(i))
             .collect()
-    }
-
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
     }
 }
 

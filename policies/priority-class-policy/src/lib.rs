@@ -4,15 +4,16 @@
 
 pub mod settings;
 
-use policy_core::class::{
+use policy_admission::Verdict;
+use policy_admission::cluster::{Found, HostCapabilities, Lookups};
+use policy_admission::policy::Policy;
+use policy_admission::request::AdmissionRequest;
+use policy_admission::workload::{PodTarget, pod_target};
+use policy_decode::{FieldPath, PolicyError};
+use serde_json::json;
+use tenancy_rules::class::{
     ClassFetch, ClassKind, ClassOutcome, DefaultClass, record, skip_on_lookup_error,
 };
-use policy_core::cluster::{Found, HostCapabilities, Lookups};
-use policy_core::policy::Policy;
-use policy_core::request::AdmissionRequest;
-use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{FieldPath, PolicyError, Verdict};
-use serde_json::json;
 
 pub use settings::Settings;
 
@@ -36,7 +37,6 @@ fn class_value(class: &Found) -> Result<i64, PolicyError> {
 impl Policy for PriorityClassPolicy {
     const NAME: &'static str = "priority-class-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -223,11 +223,11 @@ impl ClassField<'_> {
     }
 }
 
-policy_core::export_policy!(PriorityClassPolicy);
+policy_admission::export_policy!(PriorityClassPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     PriorityClassPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"allowed": ["silver"], "allowedRegex": "plat.*", "selector": {"matchLabels": {"env": "production"}}, "default": "tenant-default"}),
         strings: &[
             "gold",
@@ -255,8 +255,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::Value;
 
     fn classes() -> Objects {

@@ -1,14 +1,15 @@
 //! Settings of priority-class-policy: a class allow-list at the top level (`docs/semantics.md#class-allow-lists`),
 //! `replaceGlobalDefault` and `onLookupError`.
 
-use policy_core::SettingsError;
-use policy_core::class::{ClassAllowList, missing_class_fields};
-use policy_core::cluster::OnLookupError;
-use policy_core::settings::{Raw, decode};
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::settings::decode;
+use tenancy_rules::class::{ClassAllowList, missing_class_fields};
 
-/// The settings as written: a class allow-list at the top level, and the policy's own fields.
-pub use policy_core::class::RawTopLevel as RawSettings;
+use policy_decode::settings::Validated;
 use serde::Deserialize;
+/// The settings as written: a class allow-list at the top level, and the policy's own fields.
+pub use tenancy_rules::class::RawTopLevel as RawSettings;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -28,11 +29,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 impl TryFrom<RawSettings> for Settings {

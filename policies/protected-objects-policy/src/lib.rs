@@ -4,12 +4,13 @@
 
 pub mod settings;
 
-use policy_core::cluster::{GetRequest, Lookups, OnLookupError};
-use policy_core::json::At;
-use policy_core::metadata::{changed_keys, string_map};
-use policy_core::policy::Policy;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{GetRequest, Lookups, OnLookupError};
+use policy_admission::metadata::{changed_keys, string_map};
+use policy_admission::policy::Policy;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::{Map, Value};
 
 pub use settings::Settings;
@@ -19,11 +20,10 @@ pub struct ProtectedObjectsPolicy;
 
 impl Policy for ProtectedObjectsPolicy {
     const NAME: &'static str = "protected-objects-policy";
-    const HOST_CAPABILITIES: policy_core::cluster::HostCapabilities =
-        policy_core::cluster::HostCapabilities::GET_AND_LIST_ALL;
+    const HOST_CAPABILITIES: policy_admission::cluster::HostCapabilities =
+        policy_admission::cluster::HostCapabilities::GET_AND_LIST_ALL;
     const OPERATIONS: &'static [Operation] =
         &[Operation::Create, Operation::Update, Operation::Delete];
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -264,11 +264,11 @@ fn content_changed(old: &At<'_>, new: &At<'_>) -> bool {
     }
 }
 
-policy_core::export_policy!(ProtectedObjectsPolicy);
+policy_admission::export_policy!(ProtectedObjectsPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     ProtectedObjectsPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({
             "resources": [
                 {"apiGroup": "networking.k8s.io", "resources": ["networkpolicies"]},
@@ -330,8 +330,8 @@ mod tests {
             "oldObject": {"metadata": {"name": "organization", "labels": {"tenancy-policies.io/managed": "x"}}}}))
         .unwrap();
         let settings: Settings =
-            policy_core::settings::parse::<settings::RawSettings, _>(&json!({})).unwrap();
-        let mut cluster = policy_core::cluster::Objects::default();
+            <Settings as policy_decode::settings::Validated>::parse(&json!({})).unwrap();
+        let mut cluster = policy_admission::cluster::Objects::default();
         let mut lookups = Lookups::new(&mut cluster);
         let err = ProtectedObjectsPolicy::validate(&request, &settings, &mut lookups).unwrap_err();
         assert_eq!(err.to_string(), "request.resource: missing");

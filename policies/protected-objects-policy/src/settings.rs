@@ -2,14 +2,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use policy_core::SettingsError;
-use policy_core::cluster::OnLookupError;
-use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
-use policy_core::names::NameList;
-use policy_core::organization::check_key;
-use policy_core::selector::{LabelSelector, RawLabelSelector, RawRequirement};
-use policy_core::settings::{is_reread, no_duplicate_names};
+use kube_values::selector::{LabelSelector, RawLabelSelector, RawRequirement};
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::names::NameList;
+use policy_decode::settings::Validated;
+use policy_decode::settings::{is_reread, no_duplicate_names};
 use serde::Deserialize;
+use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
+use tenancy_rules::organization::check_key;
 
 /// The default management marker label: objects carrying it are managed.
 pub const DEFAULT_MARKER: &str = "tenancy-policies.io/managed";
@@ -163,6 +164,10 @@ fn managed_names(
     Ok(map)
 }
 
+impl Validated for Settings {
+    type Written = RawSettings;
+}
+
 impl TryFrom<RawSettings> for Settings {
     type Error = SettingsError;
 
@@ -205,7 +210,7 @@ impl TryFrom<RawSettings> for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::settings::parse;
+    use policy_decode::settings::parse;
     use rstest::rstest;
     use serde_json::{Value, json};
 

@@ -3,14 +3,15 @@
 
 use std::collections::HashSet;
 
-use policy_core::class::skip_on_lookup_error;
-use policy_core::cluster::{GetRequest, Lookups};
-use policy_core::json::{At, canonical_text};
-use policy_core::message::bracketed;
-use policy_core::rbac::ceiling::MAX_ATOMS;
-use policy_core::rbac::{RuleView, ceiling_problems};
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{GetRequest, Lookups};
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::json::{At, canonical_text};
+use policy_decode::message::bracketed;
+use policy_decode::{FieldPath, PolicyError};
+use tenancy_rules::class::skip_on_lookup_error;
+use tenancy_rules::rbac::ceiling::MAX_ATOMS;
+use tenancy_rules::rbac::{RuleView, ceiling_problems};
 
 use crate::settings::Settings;
 
@@ -56,7 +57,7 @@ pub fn judge(
     lookups: &mut Lookups<'_>,
     verdict: &mut Verdict,
 ) -> Result<(), PolicyError> {
-    let role_at = policy_core::gate::required(object, "roleRef")?;
+    let role_at = policy_admission::gate::required(object, "roleRef")?;
     let role = RoleRef {
         kind: role_at
             .get_str("kind")?

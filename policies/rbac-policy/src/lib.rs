@@ -6,11 +6,12 @@ pub mod bindings;
 pub mod roles;
 pub mod settings;
 
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::gate::{Gate, HandledKind};
-use policy_core::policy::Policy;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::gate::{Gate, HandledKind};
+use policy_admission::policy::Policy;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::PolicyError;
 
 pub use settings::Settings;
 
@@ -53,7 +54,6 @@ pub struct RbacPolicy;
 impl Policy for RbacPolicy {
     const NAME: &'static str = "rbac-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_AND_LIST_ALL;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -95,11 +95,11 @@ impl Policy for RbacPolicy {
     }
 }
 
-policy_core::export_policy!(RbacPolicy);
+policy_admission::export_policy!(RbacPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     RbacPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({
             "forbiddenRules": [{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["deletecollection"]}],
             "ceiling": [{"apiGroups": [""], "resources": ["pods", "configmaps"], "verbs": ["get", "list"]}],
@@ -169,8 +169,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::evaluate;
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::evaluate;
     use serde_json::{Value, json};
 
     const TOOLS_USER: &str =

@@ -3,12 +3,13 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use policy_core::json::{At, canonical_text};
-use policy_core::metadata::string_map;
-use policy_core::rbac::ceiling::MAX_ATOMS;
-use policy_core::rbac::{Permissions, RuleView, ceiling_problems, describe_resource};
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::metadata::string_map;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::json::{At, canonical_text};
+use policy_decode::{FieldPath, PolicyError};
+use tenancy_rules::rbac::ceiling::MAX_ATOMS;
+use tenancy_rules::rbac::{Permissions, RuleView, ceiling_problems, describe_resource};
 
 use crate::settings::Settings;
 

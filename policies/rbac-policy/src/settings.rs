@@ -1,13 +1,14 @@
 //! Settings of rbac-policy.
 
-use policy_core::SettingsError;
-use policy_core::cluster::OnLookupError;
-use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
-use policy_core::names::NameList;
-use policy_core::principal::GlobSet;
-use policy_core::rbac::{Ceiling, Permissions, PolicyRule};
-use policy_core::settings::{Raw, is_reread};
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::names::NameList;
+use policy_decode::settings::Validated;
+use policy_decode::settings::is_reread;
 use serde::Deserialize;
+use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
+use tenancy_rules::principal::GlobSet;
+use tenancy_rules::rbac::{Ceiling, Permissions, PolicyRule};
 
 /// Subjects no binding may name by default: everyone, every anonymous request, the
 /// break-glass group and every service account.
@@ -94,11 +95,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 /// Globs of a settings list, refusing empty ones.

@@ -5,19 +5,20 @@
 pub mod ratio;
 pub mod settings;
 
-use policy_core::class::skip_on_lookup_error;
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::metadata::namespace_annotation;
-use policy_core::names::NameMap;
-use policy_core::node_defaults::namespace_default;
-use policy_core::pod::PodView;
-use policy_core::pod_resources::pod_requests;
-use policy_core::policy::Policy;
-use policy_core::principal::has_controller_owner;
-use policy_core::quantity::Quantity;
-use policy_core::request::AdmissionRequest;
-use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{FieldPath, Mode, PolicyError, Verdict};
+use kube_values::quantity::Quantity;
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::metadata::namespace_annotation;
+use policy_admission::pod::PodView;
+use policy_admission::policy::Policy;
+use policy_admission::request::AdmissionRequest;
+use policy_admission::workload::{PodTarget, pod_target};
+use policy_admission::{Mode, Verdict};
+use policy_decode::names::NameMap;
+use policy_decode::{FieldPath, PolicyError};
+use tenancy_rules::class::skip_on_lookup_error;
+use tenancy_rules::node_defaults::namespace_default;
+use tenancy_rules::pod_resources::pod_requests;
+use tenancy_rules::principal::has_controller_owner;
 
 use ratio::Outcome;
 pub use settings::{Bound, Ratio, Settings};
@@ -28,7 +29,6 @@ pub struct ResourceRatioPolicy;
 impl Policy for ResourceRatioPolicy {
     const NAME: &'static str = "resource-ratio-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_AND_LIST_ALL;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn mode(settings: &Settings) -> Mode {
@@ -224,11 +224,11 @@ fn problem(
     }
 }
 
-policy_core::export_policy!(ResourceRatioPolicy);
+policy_admission::export_policy!(ResourceRatioPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     ResourceRatioPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({
             "ratios": [
                 {"name": "plus", "nodeSelector": {"matchLabels": {"appuio.io/node-class": "plus"}}, "min": "4Gi"},
@@ -273,8 +273,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::{Value, json};
 
     fn settings() -> Value {
@@ -402,7 +402,7 @@ mod tests {
             r.message.as_deref(),
             Some("invalid settings: ratios[0].min: \"lots\" is not a quantity: expected a number")
         );
-        let valid = policy_core::policy::validate_settings::<ResourceRatioPolicy>(
+        let valid = policy_admission::policy::validate_settings::<ResourceRatioPolicy>(
             br#"{"ratios": [{"min": "lots"}]}"#,
         );
         assert!(!valid.valid);

@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use policy_core::quantity::Quantity;
+use kube_values::quantity::Quantity;
 
 /// Nano units per unit (quantities are held as nanos).
 const NANOS: i128 = 1_000_000_000;
@@ -16,7 +16,7 @@ const MI: i128 = 1 << 20;
 /// rounding). `tolerance` is in (0, 1], so no intermediate value exceeds `min`.
 ///
 /// ```
-/// use policy_core::quantity::Quantity;
+/// use kube_values::quantity::Quantity;
 /// use resource_ratio_policy::ratio::widen_min;
 /// let q = |s: &str| Quantity::parse(s).unwrap();
 /// assert_eq!(widen_min(&q("4Gi"), &q("0.95")).nanos(), 4_080_218_931_200_000_000);
@@ -33,7 +33,7 @@ pub fn widen_min(min: &Quantity, tolerance: &Quantity) -> Quantity {
 /// rounding); saturated at the largest quantity.
 ///
 /// ```
-/// use policy_core::quantity::Quantity;
+/// use kube_values::quantity::Quantity;
 /// use resource_ratio_policy::ratio::widen_max;
 /// let q = |s: &str| Quantity::parse(s).unwrap();
 /// assert_eq!(widen_max(&q("8"), &q("0.5")), q("16"));
@@ -97,7 +97,7 @@ pub fn judge(
 /// keeps it whole (`256Mi`, `10Gi`). `cpu` must not be zero.
 ///
 /// ```
-/// use policy_core::quantity::Quantity;
+/// use kube_values::quantity::Quantity;
 /// use resource_ratio_policy::ratio::per_core;
 /// let q = |s: &str| Quantity::parse(s).unwrap();
 /// assert_eq!(per_core(&q("1Gi"), &q("4")), "256Mi");
@@ -119,7 +119,7 @@ pub fn per_core(memory: &Quantity, cpu: &Quantity) -> String {
 /// A CPU quantity in cores: `1 core`, `4 cores`, `0.5 cores`, `1.25 cores`.
 ///
 /// ```
-/// use policy_core::quantity::Quantity;
+/// use kube_values::quantity::Quantity;
 /// use resource_ratio_policy::ratio::cores;
 /// let q = |s: &str| Quantity::parse(s).unwrap();
 /// assert_eq!(cores(&q("1")), "1 core");

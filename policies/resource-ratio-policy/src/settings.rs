@@ -5,18 +5,20 @@
 
 use std::collections::BTreeMap;
 
-use policy_core::cluster::OnLookupError;
-use policy_core::exempt::{ExemptPrincipals, RawExemptPrincipals};
-use policy_core::names::NameMap;
-use policy_core::node_defaults::{check_annotation, check_pairs};
-use policy_core::principal::{Principals, RawPrincipals};
-use policy_core::quantity::Quantity;
-use policy_core::selector::{LabelSelector, RawLabelSelector, RawRequirement};
-use policy_core::settings::{Raw, converted, is_reread};
-use policy_core::strict::Nullable;
-use policy_core::{Mode, SettingsError};
+use kube_values::quantity::Quantity;
+use kube_values::selector::{LabelSelector, RawLabelSelector, RawRequirement};
+use policy_admission::Mode;
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::names::NameMap;
+use policy_decode::settings::Validated;
+use policy_decode::settings::{converted, is_reread};
+use policy_decode::strict::Nullable;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
+use tenancy_rules::node_defaults::{check_annotation, check_pairs};
+use tenancy_rules::principal::{Principals, RawPrincipals};
 
 /// The namespace annotation that turns the policy off when it is `true` (APPUiO's).
 pub const DEFAULT_DISABLE_ANNOTATION: &str = "validate-request-ratio.appuio.io/disable";
@@ -352,11 +354,8 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 impl TryFrom<RawSettings> for Settings {
@@ -505,7 +504,7 @@ mod tests {
             {"nodeSelector": {}, "min": "1"}]});
         let built =
             Settings::parse(&json!({"ratios": [raw["ratios"][0], raw["ratios"][1]]})).unwrap();
-        let reread = policy_core::settings::reread(|| {
+        let reread = policy_decode::settings::reread(|| {
             Settings::parse(&json!({"ratios": [raw["ratios"][0], raw["ratios"][1]]}))
         })
         .unwrap();
@@ -538,7 +537,7 @@ mod tests {
             }
         }
         // an empty selector is refused when re-read too
-        let e = policy_core::settings::reread(|| Settings::parse(&raw)).unwrap_err();
+        let e = policy_decode::settings::reread(|| Settings::parse(&raw)).unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("ratios[2].nodeSelector: an empty selector"),

@@ -6,13 +6,14 @@
 pub mod seconds;
 pub mod settings;
 
-use policy_core::cluster::{HostCapabilities, Lookups, OnLookupError};
-use policy_core::metadata::namespace_annotation;
-use policy_core::pod::PodView;
-use policy_core::policy::Policy;
-use policy_core::request::AdmissionRequest;
-use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use policy_admission::Verdict;
+use policy_admission::cluster::{HostCapabilities, Lookups, OnLookupError};
+use policy_admission::metadata::namespace_annotation;
+use policy_admission::pod::PodView;
+use policy_admission::policy::Policy;
+use policy_admission::request::AdmissionRequest;
+use policy_admission::workload::{PodTarget, pod_target};
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::{Value, json};
 
 pub use settings::Settings;
@@ -26,7 +27,6 @@ const FIELD: &str = "activeDeadlineSeconds";
 impl Policy for RunOnceDeadlinePolicy {
     const NAME: &'static str = "run-once-deadline-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -158,11 +158,11 @@ fn skip_lookup(
     }
 }
 
-policy_core::export_policy!(RunOnceDeadlinePolicy);
+policy_admission::export_policy!(RunOnceDeadlinePolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     RunOnceDeadlinePolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"defaultActiveDeadlineSeconds": 1800,
             "overrideAnnotation": "appuio.io/active-deadline-seconds-override",
             "maxActiveDeadlineSeconds": 7200}),
@@ -208,9 +208,9 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
-    use policy_core::testing::FailingCluster;
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
+    use policy_admission::testing::FailingCluster;
 
     const ANNOTATION: &str = "appuio.io/active-deadline-seconds-override";
 

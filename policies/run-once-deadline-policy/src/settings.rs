@@ -1,13 +1,13 @@
 //! Settings of run-once-deadline-policy (`docs/semantics.md#settings`).
 
-use policy_core::SettingsError;
-use policy_core::cluster::OnLookupError;
-use policy_core::labels::is_label_key;
-use policy_core::settings::Raw;
-use policy_core::strict::Nullable;
+use kube_values::labels::is_label_key;
+use policy_admission::cluster::OnLookupError;
+use policy_decode::SettingsError;
+use policy_decode::strict::Nullable;
 use serde::Deserialize;
 
 use crate::seconds::API_MAX_SECONDS;
+use policy_decode::settings::Validated;
 
 /// The deadline written when nothing else applies (APPUiO's 30 minutes).
 pub const DEFAULT_ACTIVE_DEADLINE_SECONDS: i64 = 1800;
@@ -43,12 +43,11 @@ pub struct Settings {
     pub on_lookup_error: OnLookupError,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
+}
 
+impl Settings {
     /// The largest deadline allowed: `maxActiveDeadlineSeconds`, else the API server's limit.
     pub fn cap(&self) -> i64 {
         self.max_active_deadline_seconds.unwrap_or(API_MAX_SECONDS)
@@ -121,6 +120,7 @@ impl TryFrom<RawSettings> for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use policy_decode::settings::Raw;
     use rstest::rstest;
     use serde_json::{Value, json};
 

@@ -1,2 +1,2 @@
 //! Native timing of the policy's decision (`make bench`); inputs come from `testdrive bench --emit-payloads`.
-policy_core::native_bench_main!(runtime_class_policy::RuntimeClassPolicy);
+policy_admission::native_bench_main!(runtime_class_policy::RuntimeClassPolicy);

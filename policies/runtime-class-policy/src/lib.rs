@@ -2,17 +2,18 @@
 //! without class gets the tenant default with the class's overhead and scheduling, as the
 //! built-in RuntimeClass plugin would have written them (README rules 1–3).
 
-use policy_core::class::{ClassKind, ClassPolicySettings, DefaultClass, record};
-use policy_core::cluster::{HostCapabilities, Lookups};
-use policy_core::json::{At, canonical_text};
-use policy_core::policy::Policy;
-use policy_core::quantity::Quantity;
-use policy_core::request::AdmissionRequest;
-use policy_core::toleration::Toleration;
-use policy_core::workload::{PodTarget, pod_target};
-use policy_core::{FieldPath, PolicyError, Verdict};
+use kube_values::quantity::Quantity;
+use kube_values::toleration::Toleration;
+use policy_admission::Verdict;
+use policy_admission::cluster::{HostCapabilities, Lookups};
+use policy_admission::policy::Policy;
+use policy_admission::request::AdmissionRequest;
+use policy_admission::workload::{PodTarget, pod_target};
+use policy_decode::json::{At, canonical_text};
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
+use tenancy_rules::class::{ClassKind, ClassPolicySettings, DefaultClass, record};
 
 /// The policy's settings: a class allow-list and `onLookupError`.
 pub type Settings = ClassPolicySettings;
@@ -27,7 +28,6 @@ fn runtime_class() -> ClassKind {
 impl Policy for RuntimeClassPolicy {
     const NAME: &'static str = "runtime-class-policy";
     const HOST_CAPABILITIES: HostCapabilities = HostCapabilities::GET_RESOURCE;
-    type RawSettings = policy_core::class::RawTopLevel;
     type Settings = Settings;
 
     fn validate(
@@ -282,11 +282,11 @@ fn describe_map(map: &At<'_>) -> Result<String, PolicyError> {
     Ok(format!("{{{}}}", parts.join(", ")))
 }
 
-policy_core::export_policy!(RuntimeClassPolicy);
+policy_admission::export_policy!(RuntimeClassPolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     RuntimeClassPolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({"allowed": ["runc"], "allowedRegex": "kata-.*", "selector": {"matchLabels": {"sandbox": "true"}}, "default": "gvisor"}),
         strings: &[
             "gvisor",
@@ -315,8 +315,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
 
     fn gvisor() -> Value {
         json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",

@@ -11,14 +11,15 @@ pub mod settings;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use policy_core::cluster::Lookups;
-use policy_core::gate::{Admitted, Gate, HandledKind};
-use policy_core::json::At;
-use policy_core::net::{CidrList, IpAddress};
-use policy_core::policy::Policy;
-use policy_core::request::{AdmissionRequest, Operation};
-use policy_core::settings::ExactName;
-use policy_core::{FieldPath, PolicyError, Verdict};
+use kube_values::net::{CidrList, IpAddress};
+use policy_admission::Verdict;
+use policy_admission::cluster::Lookups;
+use policy_admission::gate::{Admitted, Gate, HandledKind};
+use policy_admission::policy::Policy;
+use policy_admission::request::{AdmissionRequest, Operation};
+use policy_decode::json::At;
+use policy_decode::settings::ExactName;
+use policy_decode::{FieldPath, PolicyError};
 use serde_json::Value;
 
 pub use settings::{AllowedServices, ForbiddenKeys, Settings};
@@ -98,7 +99,6 @@ impl fmt::Display for ServiceType {
 
 impl Policy for ServicePolicy {
     const NAME: &'static str = "service-policy";
-    type RawSettings = settings::RawSettings;
     type Settings = Settings;
 
     fn validate(
@@ -405,11 +405,11 @@ impl<'a> OldAddresses<'a> {
     }
 }
 
-policy_core::export_policy!(ServicePolicy);
+policy_admission::export_policy!(ServicePolicy);
 
-policy_core::robustness_tests!(
+policy_admission::robustness_tests!(
     ServicePolicy,
-    policy_core::testing::Robustness {
+    policy_admission::testing::Robustness {
         settings: serde_json::json!({
             "allowedServices": {"nodePort": false, "externalName": false},
             "externalIPs": {"allowed": ["10.20.0.0/16", "192.168.1.2", "2001:db8:1::/64"]},
@@ -450,8 +450,8 @@ policy_core::robustness_tests!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_core::cluster::Objects;
-    use policy_core::policy::{ValidationResponse, evaluate};
+    use policy_admission::cluster::Objects;
+    use policy_admission::policy::{ValidationResponse, evaluate};
     use serde_json::json;
 
     fn run(operation: &str, object: Value, old: Value, settings: Value) -> ValidationResponse {

@@ -1,10 +1,11 @@
 //! Settings of service-policy (README "Settings").
 
-use policy_core::SettingsError;
-use policy_core::matcher::{OneOrMany, StringMatcher, regexes};
-use policy_core::names::NameList;
-use policy_core::net::CidrList;
-use policy_core::settings::{Raw, is_reread, no_duplicate_names};
+use kube_values::net::CidrList;
+use policy_decode::SettingsError;
+use policy_decode::matcher::{OneOrMany, StringMatcher, regexes};
+use policy_decode::names::NameList;
+use policy_decode::settings::Validated;
+use policy_decode::settings::{is_reread, no_duplicate_names};
 use serde::Deserialize;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
@@ -127,7 +128,7 @@ fn check_keys(path: &str, denied: &NameList, noun: &str) -> Result<(), SettingsE
             "annotation" => key.to_ascii_lowercase(),
             _ => key.to_owned(),
         };
-        if !policy_core::labels::is_label_key(&checked) {
+        if !kube_values::labels::is_label_key(&checked) {
             return Err(SettingsError::new(
                 format!("{path}[{i}]"),
                 format!("{key:?} is not a valid {noun} key"),
@@ -150,11 +151,8 @@ pub struct Settings {
     pub forbidden_annotations: ForbiddenKeys,
 }
 
-impl Settings {
-    /// Decodes and validates raw settings.
-    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
-        policy_core::settings::parse::<RawSettings, Self>(raw)
-    }
+impl Validated for Settings {
+    type Written = RawSettings;
 }
 
 impl TryFrom<RawSettings> for Settings {
@@ -261,15 +259,15 @@ mod tests {
         let raw = json!({"forbiddenLabels": {"denied": ["bad key", "bad key"]},
             "externalIPs": {"allowed": ["10.0.0.0/8", "10.0.0.0/8"]}});
         assert!(Settings::parse(&raw).is_err());
-        assert!(policy_core::settings::reread(|| Settings::parse(&raw)).is_ok());
+        assert!(policy_decode::settings::reread(|| Settings::parse(&raw)).is_ok());
         // an entry that does not parse allows nothing when re-read
         let raw = json!({"externalIPs": {"allowed": ["bad", "10.0.0.0/8"]}});
         assert!(Settings::parse(&raw).is_err());
-        let s = policy_core::settings::reread(|| Settings::parse(&raw)).unwrap();
+        let s = policy_decode::settings::reread(|| Settings::parse(&raw)).unwrap();
         let allowed = s.external_ips.unwrap();
         assert!(allowed.contains("10.1.2.3".parse().unwrap()));
         assert_eq!(allowed.to_string(), "[bad, 10.0.0.0/8]");
         let raw = json!({"externalIPs": {}});
-        assert!(policy_core::settings::reread(|| Settings::parse(&raw)).is_err());
+        assert!(policy_decode::settings::reread(|| Settings::parse(&raw)).is_err());
     }
 }

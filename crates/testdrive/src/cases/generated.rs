@@ -15,7 +15,7 @@ use super::resolve::{ResolvedCase, Scenario};
 use super::schema::Expect;
 use crate::cases::ClusterState;
 
-use policy_core::strict::NULL_REFUSED;
+use policy_decode::strict::NULL_REFUSED;
 
 /// The generated `null` cases of a policy whose written cases are `cases`.
 pub fn null_settings(cases: &[ResolvedCase]) -> Vec<ResolvedCase> {

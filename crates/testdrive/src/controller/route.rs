@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use policy_core::selector::{LabelSelector, RawLabelSelector};
+use kube_values::selector::{LabelSelector, RawLabelSelector};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};

@@ -13,7 +13,7 @@ use super::extract::Written;
 use super::openapi::{KindSchema, validate};
 use crate::host::Host;
 use crate::metadata::Metadata;
-use policy_core::labels::is_dns_subdomain;
+use kube_values::labels::is_dns_subdomain;
 
 /// What the checks know of one policy of the bundle.
 pub struct Policy {

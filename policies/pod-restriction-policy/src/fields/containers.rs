@@ -1,12 +1,13 @@
 //! Container restrictions (README "Container"): a container's `name`, its `image`, its
 //! effective `imagePullPolicy` and the dispatch to its security context.
 
-use policy_core::image::ImageRef;
-use policy_core::json::At;
-use policy_core::pull_policy::effective_pull_policy;
-use policy_core::restriction::{AnyOf, OneOrList, RawString, StringRestriction};
-use policy_core::{FieldPath, PolicyError, SettingsError, Violation};
+use kube_values::image::ImageRef;
+use kube_values::pull_policy::effective_pull_policy;
+use policy_admission::Violation;
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError, SettingsError};
 use serde::Deserialize;
+use tenancy_rules::restriction::{AnyOf, OneOrList, RawString, StringRestriction};
 
 use super::image::{ImageRestriction, RawImage};
 use super::security_context::{RawSecurityContext, SecurityContextRestriction};
@@ -128,6 +129,31 @@ impl ContainerRestriction {
         }
         Ok(())
     }
+}
+
+/// Image volumes are images of the Pod (README rule 14): each `volumes[].image.reference` is
+/// judged by the image restrictions of the `containers` list, as if it were the image of a
+/// container, so that a registry whitelist cannot be sidestepped by mounting an image
+/// instead of running it.
+pub(crate) fn check_image_volumes(
+    containers: &AnyOf<ContainerRestriction>,
+    spec: &At<'_>,
+    out: &mut Vec<Violation>,
+) -> Result<(), PolicyError> {
+    if containers.is_unrestricted() {
+        return Ok(());
+    }
+    for volume in spec.get_list("volumes")? {
+        let Some(image) = volume.get_object("image")? else {
+            continue;
+        };
+        let reference = image.get_str("reference")?;
+        let path = image.path.field("reference");
+        containers.check_with(out, |alternative, scratch| {
+            alternative.check_image(reference, &path, scratch)
+        })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

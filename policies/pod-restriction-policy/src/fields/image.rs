@@ -1,13 +1,12 @@
 //! Image restrictions (README "Image"): the parts of a parsed image reference — registry,
 //! repository, tag, digest — for container images and for image volumes.
 
-use policy_core::image::ImageRef;
-use policy_core::json::At;
-use policy_core::restriction::{AnyOf, RawString, StringMatch, StringRestriction};
-use policy_core::{FieldPath, PolicyError, SettingsError, Violation};
+use kube_values::image::ImageRef;
+use policy_admission::Violation;
+use policy_decode::{FieldPath, SettingsError};
 use serde::Deserialize;
+use tenancy_rules::restriction::{RawString, StringMatch, StringRestriction};
 
-use super::containers::ContainerRestriction;
 use super::{labelled, opt};
 
 /// Image restriction settings (parts of the parsed reference).
@@ -81,31 +80,6 @@ impl ImageRestriction {
             }
         }
     }
-}
-
-/// Image volumes are images of the Pod (README rule 14): each `volumes[].image.reference` is
-/// judged by the image restrictions of the `containers` list, as if it were the image of a
-/// container, so that a registry whitelist cannot be sidestepped by mounting an image
-/// instead of running it.
-pub(crate) fn check_image_volumes(
-    containers: &AnyOf<ContainerRestriction>,
-    spec: &At<'_>,
-    out: &mut Vec<Violation>,
-) -> Result<(), PolicyError> {
-    if containers.is_unrestricted() {
-        return Ok(());
-    }
-    for volume in spec.get_list("volumes")? {
-        let Some(image) = volume.get_object("image")? else {
-            continue;
-        };
-        let reference = image.get_str("reference")?;
-        let path = image.path.field("reference");
-        containers.check_with(out, |alternative, scratch| {
-            alternative.check_image(reference, &path, scratch)
-        })?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! ObjectMeta restrictions (README "ObjectMeta"): the Pod's or template's `name`, `labels`
 //! and `annotations`.
 
-use policy_core::restriction::{
+use policy_admission::Violation;
+use policy_decode::{PolicyError, SettingsError};
+use serde::Deserialize;
+use tenancy_rules::restriction::{
     RawString, RawStringMap, Restriction, StringMapRestriction, StringRestriction,
 };
-use policy_core::{PolicyError, SettingsError, Violation};
-use serde::Deserialize;
 
 use super::{Template, check_field, field, opt};
 
@@ -74,7 +75,7 @@ impl ObjectMetaRestriction {
 mod tests {
     use super::super::testing::{refusal, spec, violations};
     use super::*;
-    use policy_core::FieldPath;
+    use policy_decode::FieldPath;
     use serde_json::json;
 
     #[test]

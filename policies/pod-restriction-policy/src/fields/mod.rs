@@ -21,12 +21,13 @@ pub mod pod_spec;
 pub mod security_context;
 pub mod volumes;
 
-use policy_core::json::At;
-use policy_core::restriction::{RawPointer, Restriction};
-use policy_core::verdict::distinct;
-use policy_core::{FieldPath, PolicyError, SettingsError, Violation};
+use policy_admission::Violation;
+use policy_admission::verdict::distinct;
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError, SettingsError};
 use serde::Deserialize;
 use serde_json::Value;
+use tenancy_rules::restriction::{RawPointer, Restriction};
 
 use self::metadata::{ObjectMetaRestriction, RawObjectMeta};
 use self::pod_spec::{PodSpecRestriction, RawPodSpec};

@@ -2,13 +2,14 @@
 //! the pod spec itself, and `supplementalGroups`, `fsGroup` and `seccompProfile.type` of
 //! `spec.securityContext`.
 
-use policy_core::json::At;
-use policy_core::restriction::{
+use policy_admission::Violation;
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError, SettingsError};
+use serde::Deserialize;
+use tenancy_rules::restriction::{
     BoolRestriction, NumericRestriction, RawBool, RawNumeric, RawString, Restriction,
     StringRestriction,
 };
-use policy_core::{FieldPath, PolicyError, SettingsError, Violation};
-use serde::Deserialize;
 
 use super::{check_field, named, opt};
 

@@ -2,18 +2,19 @@
 //! `automountServiceAccountToken`, and the dispatch to the security context, the volumes and
 //! the three container lists.
 
-use policy_core::json::At;
-use policy_core::pod::ContainerList;
-use policy_core::restriction::{
+use policy_admission::Violation;
+use policy_admission::pod::ContainerList;
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError, SettingsError};
+use serde::Deserialize;
+use serde_json::Value;
+use tenancy_rules::restriction::{
     AnyOf, BoolRestriction, NumericRestriction, OneOrList, RawBool, RawNumeric, RawString,
     RawStringMap, Restriction, StringMapRestriction, StringRestriction,
 };
-use policy_core::{FieldPath, PolicyError, SettingsError, Violation};
-use serde::Deserialize;
-use serde_json::Value;
 
 use super::containers::{ContainerRestriction, RawContainer};
-use super::image::check_image_volumes;
+use super::containers::check_image_volumes;
 use super::pod_security_context::{PodSecurityContextRestriction, RawPodSecurityContext};
 use super::volumes::{RawVolume, VolumeAlternatives, VolumeRestriction};
 use super::{check_field, field, named, opt};

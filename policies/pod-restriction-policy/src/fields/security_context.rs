@@ -2,15 +2,16 @@
 //! boolean fields, `seLinuxOptions`, `runAsUser`/`runAsGroup` and `seccompProfileType`,
 //! the effective ones read from the container, else from the Pod.
 
-use policy_core::json::At;
-use policy_core::restriction::{
+use policy_admission::Violation;
+use policy_decode::json::At;
+use policy_decode::{FieldPath, PolicyError, SettingsError};
+use serde::Deserialize;
+use serde_json::Value;
+use tenancy_rules::restriction::{
     BoolRestriction, NumericRestriction, PointerRestriction, RawBool, RawNumeric, RawString,
     RawStringList, Restriction, StringListRestriction, StringRestriction,
 };
-use policy_core::security_context::effective;
-use policy_core::{FieldPath, PolicyError, SettingsError, Violation};
-use serde::Deserialize;
-use serde_json::Value;
+use tenancy_rules::security_context::effective;
 
 use super::{check_field, field, named, opt, pointer};
 

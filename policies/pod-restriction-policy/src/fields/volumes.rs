@@ -4,15 +4,16 @@
 
 use std::collections::HashMap;
 
-use policy_core::json::At;
-use policy_core::pod::ContainerList;
-use policy_core::restriction::{
+use policy_admission::Violation;
+use policy_admission::pod::ContainerList;
+use policy_decode::json::At;
+use policy_decode::{PolicyError, SettingsError};
+use serde::Deserialize;
+use tenancy_rules::restriction::{
     AnyOf, BoolRestriction, CollectionRestriction, RawBool, RawCollection, RawString, Restriction,
     StringMatch, StringRestriction,
 };
-use policy_core::security_context::volume_sources;
-use policy_core::{PolicyError, SettingsError, Violation};
-use serde::Deserialize;
+use tenancy_rules::security_context::volume_sources;
 
 use super::{check_field, field, labelled, opt};
 

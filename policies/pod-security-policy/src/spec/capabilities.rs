@@ -1,8 +1,8 @@
 //! Capability lists (`allowedCapabilities`, `defaultAddCapabilities`,
 //! `requiredDropCapabilities`).
 
-use policy_core::SettingsError;
-use policy_core::names::NameList;
+use policy_decode::SettingsError;
+use policy_decode::names::NameList;
 
 use super::{err, star_alone};
 
@@ -55,7 +55,7 @@ fn star_only_in_allowed(caps: &Capabilities) -> Result<(), SettingsError> {
 /// A required drop cannot also be added by default or allowed (conflicts cannot change a
 /// verdict: not checked on re-read).
 fn no_dropped_capability_granted(caps: &Capabilities) -> Result<(), SettingsError> {
-    if policy_core::settings::is_reread() {
+    if policy_decode::settings::is_reread() {
         return Ok(());
     }
     for (i, cap) in caps.required_drop.iter().enumerate() {

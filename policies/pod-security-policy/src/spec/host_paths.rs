@@ -2,10 +2,10 @@
 
 use std::fmt;
 
-use policy_core::names::NameList;
-use policy_core::restriction::PrefixSet;
+use policy_decode::names::NameList;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use tenancy_rules::restriction::PrefixSet;
 
 /// `allowedHostPaths`: prefixes at path-component boundaries, each with whether the
 /// mounts of a matching volume must be read-only. Decoded straight into one prefix list
@@ -127,8 +127,8 @@ impl Visitor<'_> for Prefix<'_> {
         f.write_str("a string")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
-        if !policy_core::settings::is_reread() {
-            policy_core::restriction::check_path_prefix(v).map_err(E::custom)?;
+        if !policy_decode::settings::is_reread() {
+            tenancy_rules::restriction::check_path_prefix(v).map_err(E::custom)?;
         }
         self.0.push(v);
         Ok(())
@@ -141,7 +141,7 @@ mod tests {
     use serde_json::json;
 
     fn decode(v: serde_json::Value) -> Result<AllowedHostPaths, String> {
-        policy_core::settings::decode::<AllowedHostPaths>(&v).map_err(|e| e.to_string())
+        policy_decode::settings::decode::<AllowedHostPaths>(&v).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -153,8 +153,8 @@ mod tests {
         assert_eq!(h.matching("/srv/a"), [false]);
         assert!(h.matching("/etc").is_empty() && !h.is_empty());
         let text = r#"[{"readOnly": false, "pathPrefix": "/a"}]"#;
-        let from_text = policy_core::settings::decode::<AllowedHostPaths>(
-            policy_core::settings::Raw::Json(text),
+        let from_text = policy_decode::settings::decode::<AllowedHostPaths>(
+            policy_decode::settings::Raw::Json(text),
         );
         assert_eq!(from_text.unwrap().matching("/a"), [false]);
     }
@@ -190,7 +190,7 @@ mod tests {
             assert_eq!(decode(v.clone()).unwrap_err(), message, "{v}");
         }
         // Settings re-read by `validate` were checked when the policy was loaded.
-        let reread = policy_core::settings::reread(|| decode(json!([{"pathPrefix": "/a/.."}])));
+        let reread = policy_decode::settings::reread(|| decode(json!([{"pathPrefix": "/a/.."}])));
         assert!(reread.is_ok());
     }
 }

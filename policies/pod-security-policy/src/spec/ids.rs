@@ -1,7 +1,7 @@
 //! Id strategies (`runAsUser`, `runAsGroup`, `fsGroup`, `supplementalGroups`): rules and
 //! ranges, validated as the PSP API validated them.
 
-use policy_core::SettingsError;
+use policy_decode::SettingsError;
 
 use super::err;
 use super::raw::{RawIdRange, RawIdStrategy};

@@ -12,9 +12,9 @@ mod security_profiles;
 mod sysctls;
 mod volumes;
 
-use policy_core::SettingsError;
-use policy_core::names::NameList;
-use policy_core::ranges::RangeList;
+use policy_decode::SettingsError;
+use policy_decode::names::NameList;
+use policy_decode::ranges::RangeList;
 
 pub use host_paths::AllowedHostPaths;
 pub use ids::{IdRule, IdStrategy, RangeSpec};
@@ -101,7 +101,7 @@ fn err(path: impl Into<String>, problem: impl Into<String>) -> SettingsError {
 /// Refuses `*` mixed with other entries, empty entries, and duplicates (not on re-read:
 /// checked when the policy was loaded, and nothing is collected then).
 fn star_alone<'a>(field: &str, items: impl Iterator<Item = &'a str>) -> Result<(), SettingsError> {
-    if policy_core::settings::is_reread() {
+    if policy_decode::settings::is_reread() {
         return Ok(());
     }
     let items: Vec<&str> = items.collect();
@@ -113,7 +113,7 @@ fn star_alone<'a>(field: &str, items: impl Iterator<Item = &'a str>) -> Result<(
             return Err(err(format!("{field}[{i}]"), "\"*\" must be the only entry"));
         }
     }
-    policy_core::settings::no_duplicates(field, &items, |s| format!("{s:?}"))
+    policy_decode::settings::no_duplicates(field, &items, |s| format!("{s:?}"))
 }
 
 impl TryFrom<RawSpec> for PspSpec {
@@ -278,7 +278,7 @@ mod tests {
                 v[k] = x.clone();
             }
         }
-        PspSpec::try_from(policy_core::settings::decode::<RawSpec>(&v)?)
+        PspSpec::try_from(policy_decode::settings::decode::<RawSpec>(&v)?)
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The PSP spec as written in settings: strict serde types, validated into
 //! [`PspSpec`](super::PspSpec) by its `TryFrom<RawSpec>`.
 
-use policy_core::names::NameList;
+use policy_decode::names::NameList;
 use serde::Deserialize;
 
 use super::host_paths::AllowedHostPaths;

@@ -1,6 +1,6 @@
 //! The runtime-class strategy (`runtimeClass`).
 
-use policy_core::SettingsError;
+use policy_decode::SettingsError;
 
 use super::raw::RawRuntimeClass;
 use super::{err, star_alone};

@@ -1,6 +1,6 @@
 //! The SELinux strategy (`seLinux`).
 
-use policy_core::SettingsError;
+use policy_decode::SettingsError;
 
 use super::err;
 use super::raw::RawSeLinux;

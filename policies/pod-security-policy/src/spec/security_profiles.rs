@@ -1,8 +1,8 @@
 //! Seccomp and AppArmor profile lists and defaults, in annotation syntax
 //! (`runtime/default`, `localhost/<path>`, `unconfined`).
 
-use policy_core::SettingsError;
-use policy_core::names::NameList;
+use policy_decode::SettingsError;
+use policy_decode::names::NameList;
 
 use super::{err, star_alone};
 
@@ -85,7 +85,7 @@ pub(super) fn app_armor_profiles(
             p,
         )?);
     }
-    policy_core::settings::no_duplicate_names("allowedAppArmorProfiles", &allowed_profiles)?;
+    policy_decode::settings::no_duplicate_names("allowedAppArmorProfiles", &allowed_profiles)?;
     let default = match default {
         None => None,
         Some(d) => {

@@ -1,7 +1,7 @@
 //! Sysctl lists (`allowedUnsafeSysctls`, `forbiddenSysctls`) and PSP's safe sysctls.
 
-use policy_core::SettingsError;
-use policy_core::names::NameList;
+use policy_decode::SettingsError;
+use policy_decode::names::NameList;
 
 use super::{err, star_alone};
 
@@ -74,7 +74,7 @@ pub(super) fn sysctl_lists(
     let forbidden = forbidden.unwrap_or_default();
     star_alone("allowedUnsafeSysctls", allowed_unsafe.iter())?;
     star_alone("forbiddenSysctls", forbidden.iter())?;
-    let checked = !policy_core::settings::is_reread();
+    let checked = !policy_decode::settings::is_reread();
     for (i, a) in allowed_unsafe.iter().enumerate().filter(|_| checked) {
         if let Some(f) = forbidden.iter().find(|f| {
             sysctl_matches(f, a.trim_end_matches('*')) || sysctl_matches(a, f.trim_end_matches('*'))

@@ -1,8 +1,8 @@
 //! Volume types (`volumes`) and the drivers of flexVolume and CSI volumes
 //! (`allowedFlexVolumes`, `allowedCSIDrivers`).
 
-use policy_core::SettingsError;
-use policy_core::names::NameList;
+use policy_decode::SettingsError;
+use policy_decode::names::NameList;
 
 use super::raw::{RawCsiDriver, RawFlexVolume};
 use super::{err, star_alone};
@@ -64,7 +64,7 @@ pub(super) fn volume_types(raw: Option<Vec<String>>) -> Result<Vec<String>, Sett
             ));
         }
     }
-    policy_core::settings::no_duplicates("volumes", &volumes, |s| format!("{s:?}"))?;
+    policy_decode::settings::no_duplicates("volumes", &volumes, |s| format!("{s:?}"))?;
     Ok(volumes)
 }
 

@@ -4,15 +4,15 @@
 
 use std::collections::HashSet;
 
-use policy_core::PolicyError;
-use policy_core::json::At;
-use policy_core::mutation;
-use policy_core::pod::{PodKind, PodView};
-use policy_core::security_context::{
+use policy_admission::mutation;
+use policy_admission::pod::{PodKind, PodView};
+use policy_decode::PolicyError;
+use policy_decode::json::At;
+use serde_json::{Value, json};
+use tenancy_rules::security_context::{
     container_apparmor, effective, effective_bool, effective_i64, pod_apparmor, pod_context,
     pod_seccomp, profile_field_from_syntax,
 };
-use serde_json::{Value, json};
 
 use super::Resolved;
 use crate::spec::{IdRule, SeLinux};
@@ -198,7 +198,7 @@ fn default_app_armor_profile(
     {
         let mut some_without = false;
         for c in view.containers()? {
-            if c.list != policy_core::pod::ContainerList::Ephemeral
+            if c.list != policy_admission::pod::ContainerList::Ephemeral
                 && container_apparmor(view, &c)?.is_none()
             {
                 some_without = true;
@@ -426,7 +426,7 @@ mod tests {
     use crate::strategy::NamespaceIds;
 
     fn spec(raw: Value) -> PspSpec {
-        PspSpec::try_from(policy_core::settings::decode::<RawSpec>(&raw).unwrap()).unwrap()
+        PspSpec::try_from(policy_decode::settings::decode::<RawSpec>(&raw).unwrap()).unwrap()
     }
 
     fn tool() -> PspSpec {

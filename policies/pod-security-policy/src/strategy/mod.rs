@@ -6,7 +6,7 @@ pub mod validate;
 
 use std::collections::BTreeMap;
 
-use policy_core::ranges::RangeList;
+use policy_decode::ranges::RangeList;
 
 use crate::spec::{IdRule, IdStrategy, PspSpec, RangeSpec};
 
@@ -58,7 +58,7 @@ impl Ranges {
     pub fn describe(&self) -> String {
         match self {
             Ranges::List(l) => {
-                policy_core::message::bracketed(l.items().iter().map(|(a, b)| format!("{a}-{b}")))
+                policy_decode::message::bracketed(l.items().iter().map(|(a, b)| format!("{a}-{b}")))
             }
             Ranges::Skipped => "[any]".to_owned(),
         }
@@ -174,7 +174,7 @@ mod tests {
     fn spec() -> PspSpec {
         let raw = json!({"runAsUser": {"rule": "MustRunAs", "ranges": [{"fromNamespaceAnnotation": "uid"}, {"min": 1, "max": 9}]},
             "seLinux": {"rule": "RunAsAny"}, "fsGroup": {"rule": "RunAsAny"}, "supplementalGroups": {"rule": "RunAsAny"}});
-        PspSpec::try_from(policy_core::settings::decode::<RawSpec>(&raw).unwrap()).unwrap()
+        PspSpec::try_from(policy_decode::settings::decode::<RawSpec>(&raw).unwrap()).unwrap()
     }
 
     fn ns(value: &str) -> NamespaceIds {

@@ -3,11 +3,11 @@
 
 use std::collections::HashSet;
 
-use policy_core::PolicyError;
-use policy_core::json::At;
-use policy_core::path::FieldPath;
-use policy_core::pod::{Container, PodView};
-use policy_core::security_context::{
+use policy_admission::pod::{Container, PodView};
+use policy_decode::PolicyError;
+use policy_decode::json::At;
+use policy_decode::path::FieldPath;
+use tenancy_rules::security_context::{
     ProfileRef, container_apparmor, container_context, container_seccomp,
 };
 

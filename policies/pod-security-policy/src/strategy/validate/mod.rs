@@ -7,12 +7,13 @@ mod container;
 mod pod;
 mod volumes;
 
-use policy_core::json::At;
-use policy_core::names::NameList;
-use policy_core::path::FieldPath;
-use policy_core::pod::{LazyMounts, PodView};
-use policy_core::security_context::{ProfileRef, pod_apparmor, pod_context, pod_seccomp};
-use policy_core::{PolicyError, Violation};
+use policy_admission::Violation;
+use policy_admission::pod::{LazyMounts, PodView};
+use policy_decode::PolicyError;
+use policy_decode::json::At;
+use policy_decode::names::NameList;
+use policy_decode::path::FieldPath;
+use tenancy_rules::security_context::{ProfileRef, pod_apparmor, pod_context, pod_seccomp};
 
 use super::{Resolved, ResolvedIds};
 use crate::spec::SeLinuxOptions;
@@ -36,7 +37,7 @@ fn q(s: &str) -> String {
 }
 
 /// A settings list for messages: `[a, b]` (long lists shortened, see
-/// [`policy_core::message`]), or `none`.
+/// [`policy_decode::message`]), or `none`.
 fn list<T: std::fmt::Display>(items: impl ExactSizeIterator<Item = T>) -> String {
     let total = items.len();
     counted_list(items, total)
@@ -47,7 +48,7 @@ fn counted_list<T: std::fmt::Display>(items: impl Iterator<Item = T>, total: usi
     if total == 0 {
         "none".to_owned()
     } else {
-        format!("[{}]", policy_core::message::join_counted(items, total))
+        format!("[{}]", policy_decode::message::join_counted(items, total))
     }
 }
 
@@ -165,7 +166,7 @@ mod tests {
     use super::*;
     use crate::spec::{PspSpec, RawSpec};
     use crate::strategy::NamespaceIds;
-    use policy_core::pod::PodKind;
+    use policy_admission::pod::PodKind;
     use serde_json::{Value, json};
 
     fn spec(extra: Value) -> PspSpec {
@@ -174,7 +175,7 @@ mod tests {
         for (k, v) in extra.as_object().unwrap() {
             raw[k] = v.clone();
         }
-        PspSpec::try_from(policy_core::settings::decode::<RawSpec>(&raw).unwrap()).unwrap()
+        PspSpec::try_from(policy_decode::settings::decode::<RawSpec>(&raw).unwrap()).unwrap()
     }
 
     fn run(s: &PspSpec, pod: Value) -> Vec<String> {

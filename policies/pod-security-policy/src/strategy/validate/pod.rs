@@ -2,10 +2,10 @@
 //! SELinux) and the runtime class. The Pod's seccomp profile is judged in `super`; its
 //! AppArmor profile only in the containers that inherit it.
 
-use policy_core::PolicyError;
-use policy_core::json::At;
-use policy_core::pod::Container;
-use policy_core::security_context::container_context;
+use policy_admission::pod::Container;
+use policy_decode::PolicyError;
+use policy_decode::json::At;
+use tenancy_rules::security_context::container_context;
 
 use super::{Out, check_selinux, in_ranges, list, q};
 use crate::spec::{IdRule, PspSpec, SAFE_SYSCTLS, SeLinux};

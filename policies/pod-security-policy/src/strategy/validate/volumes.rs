@@ -1,10 +1,10 @@
 //! Rules on volumes: the volume type of every source against `volumes`, and the host path,
 //! flexVolume driver or CSI driver a source names.
 
-use policy_core::PolicyError;
-use policy_core::json::At;
-use policy_core::pod::{Container, LazyMounts};
-use policy_core::security_context::volume_sources;
+use policy_admission::pod::{Container, LazyMounts};
+use policy_decode::PolicyError;
+use policy_decode::json::At;
+use tenancy_rules::security_context::volume_sources;
 
 use super::{Out, list, q};
 use crate::spec::{PspSpec, volume_type_name};

@@ -1,0 +1,180 @@
+//! Minimal mutations of the request object (`docs/semantics.md#mutations`): change only the named fields of
+//! a `serde_json::Value`, creating the maps on the way, never re-building the object.
+//!
+//! ```
+//! use policy_admission::mutation::set;
+//! use serde_json::json;
+//! let mut pod = json!({"spec": {"containers": []}, "status": {}});
+//! set(&mut pod, &["spec", "nodeSelector"], "pool", json!("renewable")).unwrap();
+//! assert_eq!(pod["spec"]["nodeSelector"]["pool"], "renewable");
+//! assert!(pod.get("status").is_some());
+//! ```
+
+use serde_json::{Map, Value};
+
+use policy_decode::error::PolicyError;
+use policy_decode::path::FieldPath;
+
+/// The map at `path` inside `root`, creating missing (or `null`) maps on the way. A
+/// segment holding something else than a map is a malformed object (400).
+pub fn object_at<'a>(
+    root: &'a mut Value,
+    path: &[&str],
+) -> Result<&'a mut Map<String, Value>, PolicyError> {
+    let mut current = root;
+    let mut at = FieldPath::empty();
+    for segment in path {
+        let map = current
+            .as_object_mut()
+            .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))?;
+        at = at.field(segment);
+        let slot = map.entry((*segment).to_owned()).or_insert(Value::Null);
+        if slot.is_null() {
+            *slot = Value::Object(Map::new());
+        }
+        current = slot;
+    }
+    current
+        .as_object_mut()
+        .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))
+}
+
+/// Sets `key` of the map at `path` to `value`.
+pub fn set(root: &mut Value, path: &[&str], key: &str, value: Value) -> Result<(), PolicyError> {
+    object_at(root, path)?.insert(key.to_owned(), value);
+    Ok(())
+}
+
+/// Appends `value` to the list `key` of the map at `path` (the list is created if absent).
+pub fn push(root: &mut Value, path: &[&str], key: &str, value: Value) -> Result<(), PolicyError> {
+    let map = object_at(root, path)?;
+    let slot = map.entry(key.to_owned()).or_insert(Value::Null);
+    if slot.is_null() {
+        *slot = Value::Array(Vec::new());
+    }
+    match slot.as_array_mut() {
+        Some(list) => {
+            list.push(value);
+            Ok(())
+        }
+        None => {
+            let mut p = FieldPath::empty();
+            for s in path {
+                p = p.field(s);
+            }
+            Err(PolicyError::malformed(&p.field(key), "expected a list"))
+        }
+    }
+}
+
+/// One step of a path into the request's object: a map key or a list index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The map entry of that name (created as an empty map when missing).
+    Key(&'static str),
+    /// The list element at that index (which must exist).
+    Index(usize),
+}
+
+/// Sets `key` of the map reached by `steps` to `value`. Missing (or `null`) map entries on
+/// the way are created; a missing list element, or a step into something that is not a map
+/// or list, is a malformed object (400). Used to edit one container (`spec.containers[2]`)
+/// without re-building the object.
+pub fn set_in(
+    root: &mut Value,
+    steps: &[Step],
+    key: &str,
+    value: Value,
+) -> Result<(), PolicyError> {
+    let mut current = root;
+    let mut at = FieldPath::empty();
+    for step in steps {
+        current = match step {
+            Step::Key(name) => {
+                let map = current
+                    .as_object_mut()
+                    .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))?;
+                at = at.field(name);
+                let slot = map.entry((*name).to_owned()).or_insert(Value::Null);
+                if slot.is_null() {
+                    *slot = Value::Object(Map::new());
+                }
+                slot
+            }
+            Step::Index(i) => {
+                let list = current
+                    .as_array_mut()
+                    .ok_or_else(|| PolicyError::malformed(&at, "expected a list"))?;
+                at = at.index(*i);
+                list.get_mut(*i)
+                    .ok_or_else(|| PolicyError::malformed(&at, "missing"))?
+            }
+        };
+    }
+    current
+        .as_object_mut()
+        .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))?
+        .insert(key.to_owned(), value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn creates_maps_and_keeps_unknown_fields() {
+        let mut v = json!({"spec": {"x": 1, "nodeSelector": null}, "extra": true});
+        set(&mut v, &["spec", "nodeSelector"], "a", json!("b")).unwrap();
+        assert_eq!(
+            v,
+            json!({"spec": {"x": 1, "nodeSelector": {"a": "b"}}, "extra": true})
+        );
+        push(&mut v, &["spec"], "tolerations", json!({"key": "k"})).unwrap();
+        push(&mut v, &["spec"], "tolerations", json!({"key": "l"})).unwrap();
+        assert_eq!(
+            v["spec"]["tolerations"],
+            json!([{"key": "k"}, {"key": "l"}])
+        );
+    }
+
+    #[test]
+    fn set_in_walks_lists_and_creates_maps() {
+        let mut v =
+            json!({"spec": {"containers": [{"name": "a"}, {"name": "b", "resources": null}]}});
+        let steps = [
+            Step::Key("spec"),
+            Step::Key("containers"),
+            Step::Index(1),
+            Step::Key("resources"),
+            Step::Key("limits"),
+        ];
+        set_in(&mut v, &steps, "cpu", json!("200m")).unwrap();
+        assert_eq!(
+            v["spec"]["containers"][1]["resources"],
+            json!({"limits": {"cpu": "200m"}})
+        );
+        assert_eq!(v["spec"]["containers"][0], json!({"name": "a"}));
+        let e = set_in(
+            &mut v,
+            &[Step::Key("spec"), Step::Key("containers"), Step::Index(5)],
+            "x",
+            json!(1),
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "spec.containers[5]: missing");
+        let e = set_in(&mut v, &[Step::Key("spec"), Step::Index(0)], "x", json!(1)).unwrap_err();
+        assert_eq!(e.to_string(), "spec: expected a list");
+    }
+
+    #[test]
+    fn wrong_types_are_malformed() {
+        let mut v = json!({"spec": "text"});
+        let e = set(&mut v, &["spec", "nodeSelector"], "a", json!("b")).unwrap_err();
+        assert_eq!(e.to_string(), "spec: expected an object");
+        let mut v = json!({"spec": {"tolerations": {}}});
+        let e = push(&mut v, &["spec"], "tolerations", json!(1)).unwrap_err();
+        assert_eq!(e.to_string(), "spec.tolerations: expected a list");
+    }
+}

@@ -1,0 +1,653 @@
+//! Full-match string matchers: exact sets and regexes anchored as `^(?:re)$` (`docs/semantics.md#matchers`).
+//!
+//! A settings regex is validated as written (so that `a)|(b`, which only parses once
+//! wrapped, is refused rather than silently unanchored), then compiled wrapped, with explicit
+//! size limits, when `validate_settings` reads the settings: a pattern too large to compile
+//! is refused with its settings path. When `validate` re-reads the settings (a fresh instance
+//! per request, `docs/semantics.md#cost`) a regex is only stored and compiled, with the same limits, the
+//! first time a value needs it.
+//!
+//! Compiling is most of what a regex costs per request, so a pattern is compiled with
+//! `regex-lite` (about ten times cheaper to build) whenever that engine's matches are those
+//! of `regex`: the two differ only in Unicode-aware features (`\d \s \w \b` and their
+//! negations, `\p{..}`, case-insensitive folding), which `lite_matches_alike` detects in the
+//! pattern text. Any other pattern, or one `regex-lite` refuses, is compiled with `regex`.
+
+use std::cell::OnceCell;
+use std::collections::{BTreeSet, HashSet};
+
+use regex::{Regex, RegexBuilder};
+use serde::Deserialize;
+
+use crate::error::SettingsError;
+use crate::message;
+use crate::names::NameList;
+
+/// Largest compiled program a settings regex may have (bytes); see [`RegexBuilder::size_limit`].
+pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Largest lazy-DFA cache a settings regex may use (bytes); see
+/// [`RegexBuilder::dfa_size_limit`].
+pub const REGEX_DFA_SIZE_LIMIT: usize = 1 << 20;
+/// Deepest nesting of groups and repetitions a settings regex may have.
+pub const REGEX_NEST_LIMIT: u32 = 64;
+
+/// One full-match regex over a whole value.
+///
+/// Settings regexes are allow-list entries only: a value is allowed when a regex matches it.
+/// A pattern that cannot be compiled (possible only for settings that skipped
+/// `validate_settings`) therefore matches nothing, which refuses the value.
+#[derive(Debug, Clone)]
+pub struct FullMatch {
+    pattern: String,
+    /// The pattern as a literal, or a literal followed by `.*`, when it is one: matched
+    /// without compiling anything.
+    simple: Option<Simple>,
+    compiled: OnceCell<Option<Compiled>>,
+}
+
+/// A pattern that needs no regex engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Simple {
+    /// Matches exactly this text.
+    Literal(String),
+    /// Matches this text followed by any run without a line feed (`prefix.*`).
+    Prefix(String),
+}
+
+impl Simple {
+    /// Reads `pattern` as literal characters (letters, digits, `-_/:=@,%!<>;'"` and
+    /// backslash-escaped ASCII punctuation), optionally ending in an unescaped `.*`.
+    fn parse(pattern: &str) -> Option<Simple> {
+        let (body, prefix) = match pattern.strip_suffix(".*") {
+            // `\.*` ends in an escaped dot, not in `.*`
+            Some(body) if !ends_in_escape(body) => (body, true),
+            _ => (pattern, false),
+        };
+        let mut text = String::with_capacity(body.len());
+        let mut chars = body.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    // `\<` and `\>` are word boundaries
+                    Some(e) if e.is_ascii_punctuation() && e != '<' && e != '>' => text.push(e),
+                    _ => return None,
+                },
+                c if c.is_ascii_alphanumeric() || "-_/:=@,%!<>;'\"".contains(c) => text.push(c),
+                _ => return None,
+            }
+        }
+        Some(match prefix {
+            true => Simple::Prefix(text),
+            false => Simple::Literal(text),
+        })
+    }
+
+    fn is_match(&self, s: &str) -> bool {
+        match self {
+            Simple::Literal(text) => s == text,
+            Simple::Prefix(text) => s
+                .strip_prefix(text.as_str())
+                .is_some_and(|rest| !rest.contains('\n')),
+        }
+    }
+}
+
+/// Whether `body` ends in an unfinished escape (an odd run of trailing backslashes).
+fn ends_in_escape(body: &str) -> bool {
+    body.bytes().rev().take_while(|b| *b == b'\\').count() % 2 == 1
+}
+
+/// A compiled pattern, by the engine that compiled it.
+#[derive(Debug, Clone)]
+enum Compiled {
+    /// `regex-lite`, for patterns whose matches it gives exactly as `regex` does.
+    Lite(regex_lite::Regex),
+    /// `regex`, for every other pattern.
+    Full(Regex),
+}
+
+impl Compiled {
+    fn is_match(&self, s: &str) -> bool {
+        match self {
+            Compiled::Lite(re) => re.is_match(s),
+            Compiled::Full(re) => re.is_match(s),
+        }
+    }
+}
+
+impl FullMatch {
+    /// Validates `pattern` as written and compiles it anchored; when settings are re-read
+    /// by `validate` ([`crate::settings::is_reread`]) it is only stored and compiled on
+    /// first use.
+    ///
+    /// ```
+    /// use policy_decode::matcher::FullMatch;
+    /// let re = FullMatch::new("internal\\.registry\\.io").unwrap();
+    /// assert!(re.is_match("internal.registry.io"));
+    /// assert!(!re.is_match("internal.registry.io.evil.com"));
+    /// assert!(FullMatch::new("a)|(b").is_err());
+    /// ```
+    pub fn new(pattern: &str) -> Result<Self, String> {
+        let compiled = OnceCell::new();
+        if !crate::settings::is_reread() {
+            let invalid = |problem: String| format!("invalid regex {pattern:?}: {problem}");
+            regex_syntax::ParserBuilder::new()
+                .nest_limit(REGEX_NEST_LIMIT)
+                .build()
+                .parse(pattern)
+                .map_err(|e| invalid(first_line(&e.to_string())))?;
+            let regex = compile_full(pattern).map_err(|e| match e {
+                regex::Error::CompiledTooBig(_) => invalid(format!(
+                    "too large to compile (limit {REGEX_SIZE_LIMIT} bytes)"
+                )),
+                other => invalid(first_line(&other.to_string())),
+            })?;
+            // keep the engine a request would compile, so that what was checked here is
+            // what evaluates
+            let _ = compiled.set(Some(compile_lite(pattern).unwrap_or(Compiled::Full(regex))));
+        }
+        Ok(FullMatch {
+            pattern: pattern.to_owned(),
+            simple: Simple::parse(pattern),
+            compiled,
+        })
+    }
+
+    /// The pattern as written in the settings.
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Whether the whole of `s` matches the pattern.
+    pub fn is_match(&self, s: &str) -> bool {
+        if let Some(simple) = &self.simple {
+            return simple.is_match(s);
+        }
+        self.compiled
+            .get_or_init(|| compile(&self.pattern))
+            .as_ref()
+            .is_some_and(|re| re.is_match(s))
+    }
+}
+
+/// Compiles `pattern` anchored as `^(?:pattern)$`, within the size limits, with the cheaper
+/// engine when it matches alike; `None` when neither engine compiles it.
+fn compile(pattern: &str) -> Option<Compiled> {
+    compile_lite(pattern).or_else(|| compile_full(pattern).ok().map(Compiled::Full))
+}
+
+/// `pattern` compiled anchored with `regex-lite`, when its matches are provably those of
+/// `regex` and it compiles within the limits.
+fn compile_lite(pattern: &str) -> Option<Compiled> {
+    if !lite_matches_alike(pattern) {
+        return None;
+    }
+    regex_lite::RegexBuilder::new(&format!("^(?:{pattern})$"))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .nest_limit(REGEX_NEST_LIMIT)
+        .build()
+        .ok()
+        .map(Compiled::Lite)
+}
+
+/// `pattern` compiled anchored with `regex`, within the size limits.
+fn compile_full(pattern: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(&format!("^(?:{pattern})$"))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
+        .nest_limit(REGEX_NEST_LIMIT)
+        .build()
+}
+
+/// Whether `regex-lite` matches `pattern` exactly as `regex` (Unicode mode) does: every
+/// `(?` opens a group without flags (`(?:`, `(?P<`, `(?<`), so no `(?i)` or `(?u)`, and the
+/// pattern uses none of the escapes whose meaning is Unicode-aware in `regex` and ASCII in
+/// `regex-lite` (`\d \s \w \b \p`, their upper-case negations, `\<` and `\>`).
+/// Conservative: an escaped backslash followed by such a letter also answers `false`.
+/// Everything else (literals, `.`, classes of listed characters, POSIX classes, repetitions,
+/// alternations, anchors) matches code point by code point in both.
+fn lite_matches_alike(pattern: &str) -> bool {
+    let flagless_groups = pattern.match_indices("(?").all(|(i, _)| {
+        let rest = pattern.get(i + 2..).unwrap_or_default();
+        rest.starts_with(':') || rest.starts_with("P<") || rest.starts_with('<')
+    });
+    flagless_groups
+        && !pattern
+            .as_bytes()
+            .windows(2)
+            .any(|w| matches!(w, [b'\\', c] if b"dDsSwWbBpP<>".contains(c)))
+}
+
+impl PartialEq for FullMatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.pattern == other.pattern
+    }
+}
+
+/// The error summary of a regex-syntax message (which spans several lines with a caret
+/// diagram); the pattern itself is already quoted by the caller.
+fn first_line(message: &str) -> String {
+    message
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("error:"))
+        .map(|l| l.trim().to_owned())
+        .unwrap_or_else(|| message.lines().next().unwrap_or("").to_owned())
+}
+
+/// A setting that is either one string or a list of strings (`allowedRegex: "a"` or `[a, b]`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// A single string.
+    One(String),
+    /// A list of strings.
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    /// The strings, in order.
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+impl Default for OneOrMany {
+    fn default() -> Self {
+        OneOrMany::Many(Vec::new())
+    }
+}
+
+/// Compiles (checks) a list of regex settings; errors name `path[i]`.
+pub fn regexes(path: &str, patterns: &[String]) -> Result<Vec<FullMatch>, SettingsError> {
+    patterns
+        .iter()
+        .enumerate()
+        .map(|(i, p)| FullMatch::new(p).map_err(|e| SettingsError::new(format!("{path}[{i}]"), e)))
+        .collect()
+}
+
+/// Full-match regexes from settings, matched without trying each in turn where their text
+/// allows: literal patterns are a set, `prefix.*` patterns a set of prefixes looked up by the
+/// value's own prefixes of the lengths present; only the other patterns are tried one by
+/// one. A request matching many values (every label key of an object) against many patterns
+/// so costs the values plus the patterns, not their product (`docs/semantics.md#cost`).
+///
+/// ```
+/// use policy_decode::matcher::{PatternList, regexes};
+/// let list = PatternList::new(regexes("allowedLabels", &["team".into(), "custom\\.io/.*".into(), "x[0-9]+".into()]).unwrap());
+/// assert!(list.is_match("team") && list.is_match("custom.io/a") && list.is_match("x12"));
+/// assert!(!list.is_match("teams") && !list.is_match("custom.io.evil/a") && !list.is_match("x"));
+/// assert_eq!(list.patterns().collect::<Vec<_>>(), ["team", "custom\\.io/.*", "x[0-9]+"]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PatternList {
+    all: Vec<FullMatch>,
+    literals: HashSet<String>,
+    prefixes: HashSet<String>,
+    /// The distinct lengths (bytes) of `prefixes`.
+    prefix_lengths: BTreeSet<usize>,
+    /// Indices into `all` of the patterns neither literal nor `prefix.*`.
+    others: Vec<usize>,
+}
+
+impl PatternList {
+    /// Indexes `patterns` (in settings order).
+    pub fn new(patterns: Vec<FullMatch>) -> Self {
+        let mut list = PatternList::default();
+        for (i, p) in patterns.iter().enumerate() {
+            match &p.simple {
+                Some(Simple::Literal(text)) => {
+                    list.literals.insert(text.clone());
+                }
+                Some(Simple::Prefix(text)) => {
+                    list.prefix_lengths.insert(text.len());
+                    list.prefixes.insert(text.clone());
+                }
+                None => list.others.push(i),
+            }
+        }
+        list.all = patterns;
+        list
+    }
+
+    /// Whether a pattern matches the whole of `s`.
+    pub fn is_match(&self, s: &str) -> bool {
+        self.literals.contains(s)
+            || self.prefix_lengths.iter().any(|&n| {
+                s.get(..n).is_some_and(|head| self.prefixes.contains(head))
+                    && !s.get(n..).unwrap_or_default().contains('\n')
+            })
+            || self
+                .others
+                .iter()
+                .any(|&i| self.all.get(i).is_some_and(|r| r.is_match(s)))
+    }
+
+    /// Whether there is no pattern.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// The patterns as written, in settings order.
+    pub fn patterns(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.all.iter().map(FullMatch::pattern)
+    }
+
+    /// The patterns, in settings order.
+    pub fn as_slice(&self) -> &[FullMatch] {
+        &self.all
+    }
+}
+
+/// Exact names plus full-match regexes: a value matches if it is listed or a regex matches.
+/// Names are a [`NameList`]: membership costs no more than reading the list once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StringMatcher {
+    exact: NameList,
+    /// The lower-cased names of a case-insensitive matcher.
+    lower: Option<NameList>,
+    regexes: PatternList,
+}
+
+impl StringMatcher {
+    /// A case-sensitive matcher.
+    pub fn new(exact: impl Into<NameList>, regexes: Vec<FullMatch>) -> Self {
+        StringMatcher {
+            exact: exact.into(),
+            lower: None,
+            regexes: PatternList::new(regexes),
+        }
+    }
+
+    /// A matcher whose exact entries compare case-insensitively (registry hosts, DNS names).
+    /// Regexes still match the lower-cased value.
+    pub fn case_insensitive(exact: impl Into<NameList>, regexes: Vec<FullMatch>) -> Self {
+        let exact = exact.into();
+        let lower = exact
+            .iter()
+            .map(|s| s.to_ascii_lowercase())
+            .collect::<Vec<_>>();
+        StringMatcher {
+            exact,
+            lower: Some(lower.into()),
+            regexes: PatternList::new(regexes),
+        }
+    }
+
+    /// Whether `value` is listed or fully matches one of the regexes.
+    pub fn matches(&self, value: &str) -> bool {
+        match &self.lower {
+            Some(lower_names) => {
+                let lower = value.to_ascii_lowercase();
+                lower_names.contains(&lower) || self.regexes.is_match(&lower)
+            }
+            None => self.exact.contains(value) || self.regexes.is_match(value),
+        }
+    }
+
+    /// Whether the matcher has neither names nor regexes (matches nothing).
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.regexes.is_empty()
+    }
+
+    /// The exact names in settings order.
+    pub fn names(&self) -> &NameList {
+        &self.exact
+    }
+
+    /// The regexes in settings order.
+    pub fn regex_list(&self) -> &[FullMatch] {
+        self.regexes.as_slice()
+    }
+
+    /// A human description for messages: `names [a, b], regexes ["x.*"]`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.exact.is_empty() {
+            parts.push(format!("names {}", message::bracketed(self.exact.iter())));
+        }
+        if !self.regexes.is_empty() {
+            let r = self.regexes.patterns().map(|p| format!("{p:?}"));
+            parts.push(format!("regexes {}", message::bracketed(r)));
+        }
+        if parts.is_empty() {
+            "nothing".to_owned()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Literal and `prefix.*` patterns, matched without a regex, answer as the regex.
+        #[test]
+        fn simple_patterns_match_as_the_regex(
+            pattern in r"[a\\.*/+-]{0,6}",
+            probes in proptest::collection::vec("[a./+\n-]{0,5}", 1..6),
+        ) {
+            if let (Ok(m), Ok(re)) = (FullMatch::new(&pattern), compile_full(&pattern)) {
+                for p in &probes {
+                    prop_assert_eq!(m.is_match(p), re.is_match(p), "{:?} {:?}", pattern, p);
+                }
+            }
+        }
+    }
+
+    proptest! {
+        /// An indexed list answers as trying every pattern in turn would.
+        #[test]
+        fn pattern_list_agrees_with_every_pattern(
+            patterns in proptest::collection::vec(r"[ab\\.*/-]{0,4}", 0..8),
+            probes in proptest::collection::vec("[ab./\n-]{0,5}", 1..8),
+        ) {
+            let compiled: Vec<FullMatch> = patterns.iter().filter_map(|p| FullMatch::new(p).ok()).collect();
+            let list = PatternList::new(compiled.clone());
+            for p in &probes {
+                prop_assert_eq!(list.is_match(p), compiled.iter().any(|r| r.is_match(p)), "{:?}", p);
+            }
+        }
+    }
+
+    #[test]
+    fn simple_patterns_are_recognised() {
+        assert_eq!(
+            Simple::parse("custom\\.appuio\\.io/.*"),
+            Some(Simple::Prefix("custom.appuio.io/".into()))
+        );
+        assert_eq!(
+            Simple::parse("default"),
+            Some(Simple::Literal("default".into()))
+        );
+        assert_eq!(Simple::parse("a\\.*"), None);
+        assert_eq!(Simple::parse("a\\<"), None);
+        assert_eq!(
+            Simple::parse("kube-.*"),
+            Some(Simple::Prefix("kube-".into()))
+        );
+        assert_eq!(Simple::parse("a|b"), None);
+        assert_eq!(Simple::parse("a.b"), None);
+        assert_eq!(Simple::parse("\\d"), None);
+    }
+
+    #[test]
+    fn cheap_engine_only_for_patterns_it_matches_alike() {
+        for p in [
+            "web-[0-9]+",
+            "app-.*",
+            "(?:a|b)c",
+            "(?P<x>a)",
+            "[[:alpha:]]+",
+            "\\.",
+        ] {
+            assert!(lite_matches_alike(p), "{p}");
+            assert!(matches!(compile(p), Some(Compiled::Lite(_))), "{p}");
+        }
+        for p in [
+            "\\d+",
+            "\\w",
+            "(?i)k",
+            "a(?u:.)",
+            "\\bx",
+            "\\p{Greek}",
+            "\\<a",
+        ] {
+            assert!(!lite_matches_alike(p), "{p}");
+            assert!(matches!(compile(p), Some(Compiled::Full(_))), "{p}");
+        }
+        // Unicode-aware in regex: the full engine keeps them so
+        assert!(FullMatch::new("\\d").unwrap().is_match("\u{1815}"));
+        assert!(FullMatch::new("(?i)k").unwrap().is_match("\u{212a}"));
+        // nested classes are refused by regex-lite: the full engine compiles them
+        assert!(matches!(compile("[a[0-9]]"), Some(Compiled::Full(_))));
+    }
+
+    /// Pattern pieces, Unicode and ASCII, for the differential test of the two engines.
+    const PIECES: &[&str] = &[
+        "a",
+        "δ",
+        "-",
+        ".",
+        "[a-z]",
+        "[^a]",
+        "[δ-ζ]",
+        "[[:alpha:]]",
+        "[[:^digit:]]",
+        "\\.",
+        "\\x41",
+        "\\u{3b4}",
+        "\\t",
+        "\\A",
+        "\\z",
+        "^",
+        "$",
+        "*",
+        "+",
+        "?",
+        "*?",
+        "{2}",
+        "{1,3}",
+        "{2,}",
+        "{,2}",
+        "|",
+        "(",
+        ")",
+        "(?:",
+        "[",
+        "]",
+        "\\d",
+        "(?i)",
+        "\\w",
+        "K",
+        "k",
+    ];
+
+    proptest! {
+        #[test]
+        fn cheap_engine_matches_as_the_full_one(
+            pieces in proptest::collection::vec(0..PIECES.len(), 1..8),
+            hay in "[aδkK\\-\\.A\\t0-9\u{212a}\u{1815}]{0,6}",
+        ) {
+            let pattern: String = pieces.iter().filter_map(|&i| PIECES.get(i).copied()).collect();
+            if let (Some(Compiled::Lite(lite)), Ok(full)) = (compile(&pattern), compile_full(&pattern)) {
+                prop_assert_eq!(lite.is_match(&hay), full.is_match(&hay), "{} on {:?}", pattern, hay);
+            }
+        }
+    }
+
+    #[test]
+    fn regex_is_full_match() {
+        let r = FullMatch::new("^.*acmecorp.com$").unwrap();
+        assert!(r.is_match("www.acmecorp.com"));
+        let r = FullMatch::new("acmecorp\\.com").unwrap();
+        assert!(!r.is_match("evil-acmecorp.com"));
+        let r = FullMatch::new("a|b").unwrap();
+        assert!(!r.is_match("ab"), "alternation is anchored as a whole");
+    }
+
+    #[test]
+    fn invalid_regex_refused() {
+        let err = regexes("allowedRegex", &["ok".into(), "(".into()]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("allowedRegex[1]: invalid regex \"(\"")
+        );
+    }
+
+    #[test]
+    fn pattern_is_validated_as_written_before_wrapping() {
+        // Each balances its parentheses only once wrapped as `^(?:re)$`; accepted, it would
+        // match unanchored (`a)|(b` would admit "xb").
+        for p in ["a)|(b", ".*)|(.*", "(?x)a#)|(b", ")("] {
+            let err = FullMatch::new(p).unwrap_err();
+            assert!(err.starts_with(&format!("invalid regex {p:?}: ")), "{err}");
+        }
+    }
+
+    #[test]
+    fn too_large_pattern_is_refused_with_its_path() {
+        let err = regexes("allowedRegex", &["ok".into(), "\\w{1000}{1000}".into()]).unwrap_err();
+        assert_eq!(err.path, "allowedRegex[1]");
+        assert!(err.problem.contains("too large to compile"), "{err}");
+        let deep = format!("{}a{}", "(".repeat(100), ")".repeat(100));
+        let err = FullMatch::new(&deep).unwrap_err();
+        assert!(err.contains("nest"), "{err}");
+    }
+
+    #[test]
+    fn reread_defers_compilation_and_still_fails_closed() {
+        let re = crate::settings::reread(|| FullMatch::new("silver-.*")).unwrap();
+        assert!(
+            re.compiled.get().is_none(),
+            "not compiled until a value needs it"
+        );
+        assert!(re.is_match("silver-1"));
+        // A pattern that skipped validate_settings and cannot compile matches nothing.
+        let broken = crate::settings::reread(|| FullMatch::new("(")).unwrap();
+        assert!(!broken.is_match("("));
+    }
+
+    #[test]
+    fn case_insensitive_hosts() {
+        let m = StringMatcher::case_insensitive(["Docker.io"], vec![]);
+        assert!(m.matches("docker.IO"));
+        let m = StringMatcher::new(["Docker.io"], vec![]);
+        assert!(!m.matches("docker.io"));
+        assert!(m.matches("Docker.io"));
+        // past the first lookups the names are hashed; the answers stay the same
+        for _ in 0..10 {
+            assert!(m.matches("Docker.io") && !m.matches("docker.io"));
+        }
+    }
+
+    #[test]
+    fn describe_lists_in_settings_order() {
+        let m = StringMatcher::new(["b", "a"], vec![FullMatch::new("x.*").unwrap()]);
+        assert_eq!(m.describe(), "names [b, a], regexes [\"x.*\"]");
+    }
+
+    proptest! {
+        #[test]
+        fn literal_regex_matches_only_itself(s in "[a-z0-9.-]{1,12}", t in "[a-z0-9.-]{0,12}") {
+            let r = FullMatch::new(&regex::escape(&s)).unwrap();
+            prop_assert!(r.is_match(&s));
+            prop_assert_eq!(r.is_match(&t), s == t);
+            let with_suffix = format!("{s}{t}");
+            prop_assert_eq!(r.is_match(&with_suffix), t.is_empty());
+        }
+
+        #[test]
+        fn exact_set_membership(names in proptest::collection::vec("[a-z]{1,5}", 0..6), probe in "[a-z]{1,5}") {
+            let m = StringMatcher::new(names.clone(), vec![]);
+            prop_assert_eq!(m.matches(&probe), names.contains(&probe));
+        }
+    }
+}
