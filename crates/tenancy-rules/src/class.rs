@@ -24,6 +24,7 @@ use kube_values::selector::{LabelSelector, RawLabelSelector, RawRequirement};
 use policy_admission::cluster::{Found, GetRequest, Lookups, OnLookupError};
 use policy_admission::verdict::Verdict;
 use policy_decode::error::{PolicyError, SettingsError};
+use policy_decode::json::At;
 use policy_decode::matcher::{FullMatch, OneOrMany, StringMatcher, regexes};
 use policy_decode::message;
 use policy_decode::names::NameList;
@@ -590,6 +591,16 @@ impl TryFrom<RawTopLevel> for ClassPolicySettings {
             on_lookup_error: rest.on_lookup_error.unwrap_or_default(),
         })
     }
+}
+
+/// The class a pod spec names in `field` (`priorityClassName`, `runtimeClassName`): the
+/// field's path and the name, an empty name counting as none, as the API server reads it.
+pub fn named_in<'a>(
+    spec: &At<'a>,
+    field: &str,
+) -> Result<(FieldPath, Option<&'a str>), PolicyError> {
+    let name = spec.get_str(field)?.filter(|n| !n.is_empty());
+    Ok((spec.path.field(field), name))
 }
 
 /// The refusal of top-level settings without any class field.

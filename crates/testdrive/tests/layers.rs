@@ -105,7 +105,10 @@ fn crates_depend_only_on_lower_layers() {
             }
         }
     }
-    assert!(violations.is_empty(), "imports against the layers: {violations:#?}");
+    assert!(
+        violations.is_empty(),
+        "imports against the layers: {violations:#?}"
+    );
 }
 
 /// A crate's source: each library module's path (`["limit_range", "items"]`) and the
@@ -386,7 +389,10 @@ fn no_folder_holds_more_than_fifteen_modules() {
             }
         }
     }
-    assert!(violations.is_empty(), "folders over {MAX_MODULES} modules: {violations:#?}");
+    assert!(
+        violations.is_empty(),
+        "folders over {MAX_MODULES} modules: {violations:#?}"
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@ use policy_admission::workload::{PodTarget, pod_target};
 use policy_decode::{FieldPath, PolicyError};
 use serde_json::json;
 use tenancy_rules::class::{
-    ClassFetch, ClassKind, ClassOutcome, DefaultClass, record, skip_on_lookup_error,
+    ClassFetch, ClassKind, ClassOutcome, DefaultClass, named_in, record, skip_on_lookup_error,
 };
 
 pub use settings::Settings;
@@ -48,11 +48,7 @@ impl Policy for PriorityClassPolicy {
             return Ok(Verdict::accept());
         };
         let kind = priority_class();
-        let path = pod.spec.path.field("priorityClassName");
-        let name = pod
-            .spec
-            .get_str("priorityClassName")?
-            .filter(|n| !n.is_empty());
+        let (path, name) = named_in(&pod.spec, "priorityClassName")?;
         let mut verdict = Verdict::accept();
         // Templates: the Priority plugin does not touch them; a named class is judged.
         if pod.kind.is_template() {

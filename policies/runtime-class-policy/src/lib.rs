@@ -13,7 +13,7 @@ use policy_decode::json::{At, canonical_text};
 use policy_decode::{FieldPath, PolicyError};
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
-use tenancy_rules::class::{ClassKind, ClassPolicySettings, DefaultClass, record};
+use tenancy_rules::class::{ClassKind, ClassPolicySettings, DefaultClass, named_in, record};
 
 /// The policy's settings: a class allow-list and `onLookupError`.
 pub type Settings = ClassPolicySettings;
@@ -39,11 +39,7 @@ impl Policy for RuntimeClassPolicy {
             return Ok(Verdict::accept());
         };
         let kind = runtime_class();
-        let path = pod.spec.path.field("runtimeClassName");
-        let name = pod
-            .spec
-            .get_str("runtimeClassName")?
-            .filter(|n| !n.is_empty());
+        let (path, name) = named_in(&pod.spec, "runtimeClassName")?;
         let on_error = settings.on_lookup_error;
         let mut verdict = Verdict::accept();
         // Rule 3: a named class is judged (the selector only when configured).

@@ -13,8 +13,8 @@ use tenancy_rules::restriction::{
     RawStringMap, Restriction, StringMapRestriction, StringRestriction,
 };
 
-use super::containers::{ContainerRestriction, RawContainer};
 use super::containers::check_image_volumes;
+use super::containers::{ContainerRestriction, RawContainer};
 use super::pod_security_context::{PodSecurityContextRestriction, RawPodSecurityContext};
 use super::volumes::{RawVolume, VolumeAlternatives, VolumeRestriction};
 use super::{check_field, field, named, opt};
