@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use policy_core::rbac::ceiling::STANDARD_VERBS;
+use policy_host::kube::plural;
 use serde_json::{Value, json};
-use testdrive::apiserver::plural;
 
 use crate::binding::{ModuleSource, to_yaml};
 use crate::catalogue::{BUNDLE, BundlePolicy};
