@@ -106,7 +106,8 @@ deploy: testdrive
 # in ../shared/kubewarden, else none (testdrive manifests then says the schemas were not applied).
 KUBEWARDEN_CRDS ?= $(firstword $(wildcard $(dir $(KWCTL))../crds))
 
-# Every manifest of the repository and of capsule-bindings' conversion of every test Tenant
+# The capsule-bindings scenario cases through the built wasm (`testdrive capsule-check`); then
+# every manifest of the repository and of capsule-bindings' conversion of every test Tenant
 # (`testdrive manifests`: Kubewarden's CRD schemas, module references, settings, rules,
 # mutating, contextAwareResources), every questions-ui.yml and example-settings.yml, and the
 # values derived from .github/publishing.env; then every declarative case of every policy,
@@ -117,7 +118,7 @@ KUBEWARDEN_CRDS ?= $(firstword $(wildcard $(dir $(KWCTL))../crds))
 # reported as the file expects; docs/semantics.md#audit). Its last line is
 # "N passed, N failed".
 check: policies testdrive
-	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR)
+	$(TESTDRIVE) capsule-check --wasm-dir $(WASM_DIR)
 	@rm -rf $(TARGET_DIR)/manifests/capsule && mkdir -p $(TARGET_DIR)/manifests/capsule
 	@for t in $(CAPSULE_DATA)/tenants/*.yaml; do \
 	  if $(CAPSULE_BINDINGS) convert $$t --registry ghcr.io/acme --wasm-dir $(WASM_DIR) \
@@ -152,7 +153,7 @@ check: policies testdrive
 # through testdrive and policy-server".
 e2e: policies testdrive
 	@test -n "$(KWCTL)" || { echo "make e2e needs kwctl: set KWCTL=/path/to/kwctl or put kwctl on PATH"; exit 1; }
-	$(CAPSULE_BINDINGS) check --wasm-dir $(WASM_DIR) --kwctl $(KWCTL) --work-dir $(TARGET_DIR)/e2e-capsule-bindings
+	$(TESTDRIVE) capsule-check --wasm-dir $(WASM_DIR) --kwctl $(KWCTL) --work-dir $(TARGET_DIR)/e2e-capsule-bindings
 	$(TESTDRIVE) e2e --kwctl $(KWCTL) --wasm-dir $(WASM_DIR) --work-dir $(TARGET_DIR)/e2e
 	$(MAKE) --no-print-directory publish-local
 	$(MAKE) --no-print-directory install-e2e
@@ -241,7 +242,7 @@ publish-local: annotate
 # enforced (N reads granted, N refused)". It must fail when the role lacks a resource a policy
 # reads and when a binding lacks a contextAwareResources entry (both shown on
 # priority-class-policy). Then every Capsule scenario request through policy-server
-# (capsule-bindings check --policy-server) and the ClusterAdmissionPolicyGroup example (its
+# (testdrive capsule-check --policy-server) and the ClusterAdmissionPolicyGroup example (its
 # tests built with --workspace, as make unit builds them, so wasmtime is not compiled again).
 INSTALL_E2E_DIR := $(TARGET_DIR)/install-e2e
 install-e2e: annotate
@@ -257,7 +258,7 @@ install-e2e: annotate
 	  grep -q "FAIL priority-class-policy.*$$expected" $$log || { echo "install-e2e $$flag failed without \"$$expected\" (see $$log)"; exit 1; }; \
 	  echo "install-e2e $$flag fails as it must: $$expected"; \
 	done
-	$(CAPSULE_BINDINGS) check --policy-server $(POLICY_SERVER) --install-dir deploy \
+	$(TESTDRIVE) capsule-check --policy-server $(POLICY_SERVER) --install-dir deploy \
 	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) --work-dir $(INSTALL_E2E_DIR)/capsule
 	POLICY_SERVER=$(POLICY_SERVER) $(CARGO) test --profile host --workspace --test policy_group --test install_e2e
 
@@ -267,7 +268,7 @@ install-e2e: annotate
 # A benchmark: not part of make test.
 install-footprint: annotate
 	@test -n "$(POLICY_SERVER)" || { echo "make install-footprint needs policy-server: set POLICY_SERVER=/path/to/policy-server"; exit 1; }
-	$(CAPSULE_BINDINGS) footprint --policy-server $(POLICY_SERVER) --install-dir deploy \
+	$(TESTDRIVE) capsule-footprint --policy-server $(POLICY_SERVER) --install-dir deploy \
 	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) --work-dir $(TARGET_DIR)/footprint \
 	  --tenants 0 --tenants 100 --tenants 1000
 

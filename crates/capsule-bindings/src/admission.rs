@@ -4,8 +4,8 @@
 //! first, one at a time in name order, each on the object the previous one produced; a
 //! refusal ends the request there. Then every validating binding judges the final object.
 
+use policy_host::{ClusterObjects, Evaluation, Recorder, SharedCallbacks, shared};
 use serde_json::Value;
-use testdrive::{ClusterObjects, Evaluation, Recorder, SharedCallbacks, shared};
 
 use crate::binding::Binding;
 use crate::catalogue::Policy;

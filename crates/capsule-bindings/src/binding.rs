@@ -1,8 +1,8 @@
 //! ClusterAdmissionPolicies: written from a plan, read back to judge requests.
 
 use kube_values::selector::{LabelSelector, RawLabelSelector};
+use policy_host::kube::{listed, strings};
 use serde_json::{Value, json};
-use testdrive::controller::{listed, strings};
 
 use crate::catalogue::Policy;
 use crate::error::{Error, Result};

@@ -1,9 +1,9 @@
 //! The policies a Tenant translates into, and every policy of the bundle, with their
 //! `metadata.yml` (and opt-in rules, `optional-rules.yml`) built into the binary.
 
+use policy_host::Metadata;
+use policy_host::metadata::{OptionalRules, optional_rules_from_yaml_str};
 use serde_json::Value;
-use testdrive::Metadata;
-use testdrive::metadata::{OptionalRules, optional_rules_from_yaml_str};
 
 use crate::error::{Error, Result};
 

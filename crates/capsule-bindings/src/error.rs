@@ -18,7 +18,7 @@ pub enum Error {
     Invalid(String),
     /// The wasm host failed (a module that cannot be loaded or run).
     #[error(transparent)]
-    Host(#[from] testdrive::Error),
+    Host(#[from] policy_host::Error),
 }
 
 impl Error {

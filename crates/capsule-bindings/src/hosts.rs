@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use policy_host::Host;
 use serde_json::Value;
-use testdrive::Host;
 
 use crate::catalogue::Policy;
 use crate::error::{Error, Result};

@@ -5,9 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use policy_host::kube::plural;
 use serde_json::{Value, json};
 use tenancy_rules::rbac::ceiling::STANDARD_VERBS;
-use testdrive::apiserver::plural;
 
 use crate::binding::{ModuleSource, to_yaml};
 use crate::catalogue::{BUNDLE, BundlePolicy};

@@ -1,4 +1,5 @@
-//! capsule-bindings — Capsule `Tenant`s in, the bundle's ClusterAdmissionPolicies out.
+//! capsule-bindings — the operator's CLI and its library: Capsule `Tenant`s in, the bundle's
+//! ClusterAdmissionPolicies and install directory out.
 //!
 //! A Capsule Tenant (`capsule.clastix.io/v1beta2`) describes everything Capsule enforces for
 //! one tenant. This crate translates it into one ClusterAdmissionPolicy per policy of the
@@ -24,8 +25,9 @@
 //! ```
 //!
 //! The same bindings can then judge requests as the API server would route them
-//! ([`admission::admit`]); the scenario cases ([`scenario`]) prove the translation that way,
-//! in testdrive and in the real kwctl.
+//! ([`admission::admit`]), each policy run by the wasm host of `policy-host`; the scenario
+//! cases that prove the translation that way, in the wasm host, the real kwctl and the real
+//! policy-server, are testdrive's (`testdrive capsule-check`).
 
 #![deny(missing_docs)]
 
@@ -34,14 +36,11 @@ pub mod binding;
 pub mod catalogue;
 pub mod convert;
 pub mod error;
-pub mod footprint;
 pub mod hosts;
 pub mod install;
 pub mod placement;
 pub mod regex;
 pub mod report;
-pub mod scenario;
-pub mod server;
 pub mod tenant;
 pub mod translate;
 

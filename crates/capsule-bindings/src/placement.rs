@@ -6,8 +6,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use kube_values::labels::is_dns_subdomain;
+use policy_host::Metadata;
 use serde_json::{Map, Value, json};
-use testdrive::Metadata;
 
 use crate::catalogue::opt_in_sets;
 use crate::error::{Error, Result};

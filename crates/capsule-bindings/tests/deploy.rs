@@ -66,7 +66,7 @@ fn declared_reads() -> Reads {
             let api_version = r["apiVersion"].as_str().unwrap();
             let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
             let kind = r["kind"].as_str().unwrap();
-            reads.insert((group.to_owned(), testdrive::apiserver::plural(kind)));
+            reads.insert((group.to_owned(), policy_host::kube::plural(kind)));
         }
     }
     reads
@@ -97,7 +97,7 @@ fn granted_reads(role: &Value) -> Reads {
 #[test]
 fn the_role_grants_exactly_what_the_policies_read() {
     let text = std::fs::read_to_string(root().join("deploy/cluster-role.yaml")).unwrap();
-    let role = testdrive::cluster::yaml_objects(&text, "cluster-role.yaml").unwrap();
+    let role = policy_host::cluster::yaml_objects(&text, "cluster-role.yaml").unwrap();
     assert_eq!(role.len(), 1);
     let granted = granted_reads(&role[0]);
     let declared = declared_reads();

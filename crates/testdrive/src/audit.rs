@@ -23,16 +23,17 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::apiserver::FakeApi;
-use crate::callbacks::{Recorder, shared};
+use crate::bench::server::{Binding, PolicyServer, write_review};
 use crate::cases::{policy_metadata, policy_name, wasm_file_name};
-use crate::cluster::ClusterObjects;
 use crate::e2e::host_disagreement;
-use crate::error::{Error, Result, read_text};
-use crate::host::{Evaluation, Host};
 use crate::http::{free_port, http_post};
-use crate::publish::server::read_answer;
-use crate::server_bench::{Binding, PolicyServer, write_review};
+use crate::kube::apiserver::FakeApi;
+use crate::release::publish::server::read_answer;
+use policy_host::callbacks::shared;
+use policy_host::cluster::ClusterObjects;
+use policy_host::error::{Error, Result, read_text};
+use policy_host::host::{Evaluation, Host};
+use policy_host::replay::Recorder;
 
 /// An audit file.
 #[derive(Debug, Clone, Deserialize)]

@@ -25,15 +25,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::callbacks::{Recorder, shared};
 use crate::cases::{
     CaseOutcome, ClusterState, PolicyReport, ResolvedCase, Scenario, check_evaluation,
-    check_message, compact, packaging_problems, policy_metadata, policy_name, quote,
-    selected_cases, wasm_file_name,
+    check_message, compact, policy_metadata, policy_name, quote, selected_cases, wasm_file_name,
 };
-use crate::error::{Error, Result};
-use crate::host::{AdmissionResponse, Evaluation, Host};
-use crate::metadata::Metadata;
+use policy_host::callbacks::shared;
+use policy_host::error::{Error, Result};
+use policy_host::host::{AdmissionResponse, Evaluation, Host};
+use policy_host::metadata::Metadata;
+use policy_host::replay::Recorder;
 
 /// A Sigstore client trust configuration that trusts nothing: kwctl then does not fetch the
 /// trust root from the network before every run (it cannot verify signatures with it, which
@@ -180,7 +180,7 @@ fn prepare_module(
     let metadata = policy_metadata(dir)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| "no metadata.yml".to_owned())?;
-    let mut problems = packaging_problems(dir, policy, &wasm, Some(&metadata));
+    let mut problems = crate::packaging::policy_problems(dir, policy, &wasm, Some(&metadata));
     let module = out_dir.join("policy.wasm");
     let warned = annotate(
         &options.kwctl,
@@ -388,7 +388,7 @@ fn kwctl_run_args(
     args.push("--replay-host-capabilities-interactions".to_owned());
     args.push(session.display().to_string());
     // kwctl takes one or more existing capabilities; a module that declares none contains
-    // no host-call name either (kwctl annotate and `packaging_problems` check that)
+    // no host-call name either (kwctl annotate and `packaging::policy_problems` check that)
     let declared = metadata.host_capabilities.clone().unwrap_or_default();
     if !declared.is_empty() {
         args.push("--allowed-host-capabilities".to_owned());
@@ -667,7 +667,7 @@ mod tests {
             response: AdmissionResponse {
                 uid: "u".into(),
                 allowed,
-                status: message.map(|m| crate::host::ResponseStatus {
+                status: message.map(|m| policy_host::host::ResponseStatus {
                     message: Some(m.into()),
                     code: Some(403),
                 }),

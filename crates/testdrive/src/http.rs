@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use policy_host::error::{Error, Result};
 
 /// One request on a fresh loopback connection, read until the server closes it: the status
 /// and the body.

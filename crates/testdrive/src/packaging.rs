@@ -1,9 +1,14 @@
-//! What Kubewarden's packaging tools need from `metadata.yml`: `kwctl scaffold artifacthub`
+//! What Kubewarden's packaging tools need from a policy: `kwctl scaffold artifacthub`
 //! refuses metadata without some annotations or with malformed ones, and builds the
-//! Artifact Hub links from others. [`problems`] lists what would be refused or mislabelled,
-//! so that `testdrive check` fails before a release does.
+//! Artifact Hub links from others. [`problems`] lists what would be refused or mislabelled in
+//! `metadata.yml`, [`policy_problems`] adds the module's host capabilities and
+//! `questions-ui.yml`, so that `testdrive check` fails before a release does.
 
-use crate::metadata::Metadata;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use policy_host::metadata::Metadata;
+use serde_json::Value;
 
 /// Annotations every policy's metadata carries (README "Packaging", docs/semantics.md#packaging).
 pub const REQUIRED_ANNOTATIONS: [&str; 14] = [
@@ -28,6 +33,13 @@ const SEVERITIES: [&str; 4] = ["low", "medium", "high", "critical"];
 
 /// Why the metadata of policy directory `policy` would be refused or mislabelled by
 /// `kwctl scaffold artifacthub` or Artifact Hub; empty when it is complete.
+///
+/// ```
+/// let m = policy_host::Metadata::from_yaml_str("rules: []\n", "inline").unwrap();
+/// let problems = testdrive::packaging::problems(&m, "foo-policy");
+/// assert!(problems.iter().any(|p| p.contains("io.kubewarden.policy.ociUrl")));
+/// assert!(problems.iter().any(|p| p.contains("hostCapabilities")));
+/// ```
 pub fn problems(metadata: &Metadata, policy: &str) -> Vec<String> {
     let get = Annotations(metadata);
     let mut out = Vec::new();
@@ -203,6 +215,66 @@ fn is_github_repository(url: &str) -> bool {
     })
 }
 
+/// Why a policy would not package as Kubewarden's tools expect: its metadata
+/// ([`problems`]), host capabilities that differ from the ones the module
+/// can call (what `kwctl annotate` warns about), or no `questions-ui.yml` for Artifact Hub (or
+/// one that is not YAML with a `questions` list).
+pub fn policy_problems(
+    policy_dir: &Path,
+    policy: &str,
+    wasm: &[u8],
+    metadata: Option<&Metadata>,
+) -> Vec<String> {
+    let Some(metadata) = metadata else {
+        return vec!["no metadata.yml".to_owned()];
+    };
+    let mut out = problems(metadata, policy);
+    match policy_host::wasm::detected_host_capabilities(wasm) {
+        Ok(detected) => {
+            let declared: BTreeSet<String> = metadata
+                .host_capabilities
+                .iter()
+                .flatten()
+                .cloned()
+                .collect();
+            if metadata.host_capabilities.is_some() && detected != declared {
+                out.push(format!(
+                    "hostCapabilities {declared:?} differ from the calls the module can make {detected:?}"
+                ));
+            }
+        }
+        Err(e) => out.push(e.to_string()),
+    }
+    let questions = policy_dir.join("questions-ui.yml");
+    match std::fs::read_to_string(&questions) {
+        Ok(text) if !text.trim().is_empty() => {
+            if let Some(why) = questions_problem(&text) {
+                out.push(format!(
+                    "{}: {why} (Artifact Hub and the Rancher UI read it)",
+                    questions.display()
+                ));
+            }
+        }
+        _ => out.push(format!(
+            "{} is missing or empty (kwctl scaffold artifacthub refuses an empty one)",
+            questions.display()
+        )),
+    }
+    out
+}
+
+/// Why a questions-ui document (`questions-ui.yml`, the `kubewarden/questions-ui`
+/// annotation) would not load in the Rancher UI: not YAML, or no `questions` list.
+pub fn questions_problem(text: &str) -> Option<String> {
+    match serde_yaml::from_str::<Value>(text) {
+        Err(e) => Some(format!("not YAML: {e}")),
+        Ok(q) if !q.get("questions").is_some_and(Value::is_array) => {
+            Some("no `questions` list".to_owned())
+        }
+        Ok(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,5 +400,16 @@ annotations:
         assert!(!is_semver("1.36"));
         assert!(!is_semver("v1.36.0"));
         assert!(!is_semver("1.36.0-"));
+    }
+
+    #[test]
+    fn questions_documents() {
+        assert_eq!(questions_problem("questions: []\n"), None);
+        assert_eq!(
+            questions_problem("questions: {}\n").as_deref(),
+            Some("no `questions` list")
+        );
+        let invalid = "questions:\n- description: Roles that may not be bound: a list\n";
+        assert!(questions_problem(invalid).unwrap().starts_with("not YAML"));
     }
 }

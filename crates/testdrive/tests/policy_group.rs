@@ -15,11 +15,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use policy_host::{ClusterObjects, Host, Metadata, Recorder, SharedCallbacks, shared};
 use serde_json::{Value, json};
-use testdrive::apiserver::FakeApi;
-use testdrive::controller::{Controller, ModulesDir, Namespaces, policy_of_module, read_objects};
 use testdrive::install::{Deployment, install_server};
-use testdrive::{ClusterObjects, Host, Metadata, Recorder, SharedCallbacks, shared};
+use testdrive::kube::apiserver::FakeApi;
+use testdrive::kube::controller::{
+    Controller, ModulesDir, Namespaces, policy_of_module, read_objects,
+};
 
 const MEMBERS: [&str; 3] = [
     "container-registry-policy",

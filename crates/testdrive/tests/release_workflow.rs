@@ -134,8 +134,9 @@ fn the_workflow_runs_the_release_script_and_serialises_the_artifacthub_branch() 
     let cli = std::fs::read_to_string(root().join("crates/testdrive/src/bin/testdrive/cli.rs"))
         .expect("cli.rs");
     assert!(cli.contains("default_value = \".github/scripts/release.sh\""));
-    let release = std::fs::read_to_string(root().join("crates/testdrive/src/publish/release.rs"))
-        .expect("release.rs");
+    let release =
+        std::fs::read_to_string(root().join("crates/testdrive/src/release/publish/release.rs"))
+            .expect("release.rs");
     for subcommand in ["\"push\"", "\"artifacthub\"", "\"artifacthub-push\""] {
         assert!(
             release.contains(subcommand),

@@ -1,10 +1,9 @@
-//! A policy directory: its case files, wasm file name, metadata and packaging problems.
+//! A policy directory: its case files, wasm file name and metadata.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
-use crate::metadata::Metadata;
+use policy_host::error::{Error, Result};
+use policy_host::metadata::Metadata;
 
 /// The case files of a policy directory: `cases/*.yaml|yml` (sorted) and
 /// `cases.yaml`. `None` when the policy has neither.
@@ -71,54 +70,6 @@ pub fn policy_metadata(policy_dir: &Path) -> Result<Option<Metadata>> {
         }
     }
     Ok(None)
-}
-
-/// Why a policy would not package as Kubewarden's tools expect: its metadata
-/// ([`Metadata::packaging_problems`]), host capabilities that differ from the ones the module
-/// can call (what `kwctl annotate` warns about), or no `questions-ui.yml` for Artifact Hub (or
-/// one that is not YAML with a `questions` list).
-pub fn packaging_problems(
-    policy_dir: &Path,
-    policy: &str,
-    wasm: &[u8],
-    metadata: Option<&Metadata>,
-) -> Vec<String> {
-    let Some(metadata) = metadata else {
-        return vec!["no metadata.yml".to_owned()];
-    };
-    let mut out = metadata.packaging_problems(policy);
-    match crate::wasm::detected_host_capabilities(wasm) {
-        Ok(detected) => {
-            let declared: BTreeSet<String> = metadata
-                .host_capabilities
-                .iter()
-                .flatten()
-                .cloned()
-                .collect();
-            if metadata.host_capabilities.is_some() && detected != declared {
-                out.push(format!(
-                    "hostCapabilities {declared:?} differ from the calls the module can make {detected:?}"
-                ));
-            }
-        }
-        Err(e) => out.push(e.to_string()),
-    }
-    let questions = policy_dir.join("questions-ui.yml");
-    match std::fs::read_to_string(&questions) {
-        Ok(text) if !text.trim().is_empty() => {
-            if let Some(why) = crate::artifacthub::questions_problem(&text) {
-                out.push(format!(
-                    "{}: {why} (Artifact Hub and the Rancher UI read it)",
-                    questions.display()
-                ));
-            }
-        }
-        _ => out.push(format!(
-            "{} is missing or empty (kwctl scaffold artifacthub refuses an empty one)",
-            questions.display()
-        )),
-    }
-    out
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::resolve::{ResolvedCase, Scenario};
 use super::schema::Expect;
-use crate::callbacks::SharedCallbacks;
-use crate::host::{Evaluation, Host};
+use policy_host::callbacks::SharedCallbacks;
+use policy_host::host::{Evaluation, Host};
 
 /// The result of one case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,10 +262,10 @@ mod tests {
         warnings: &[&str],
     ) -> Evaluation {
         Evaluation {
-            response: crate::AdmissionResponse {
+            response: policy_host::AdmissionResponse {
                 uid: "u".into(),
                 allowed,
-                status: message.map(|m| crate::host::ResponseStatus {
+                status: message.map(|m| policy_host::host::ResponseStatus {
                     message: Some(m.into()),
                     code: Some(403),
                 }),

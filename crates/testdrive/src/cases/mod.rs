@@ -17,7 +17,9 @@
 //! * [`schema`]: what a case file may say;
 //! * [`resolve`]: settings, request and cluster state of each case, read from its files;
 //! * [`judge`]: running a case and judging the answer by its expectations;
-//! * [`discovery`]: a policy directory's case files, wasm, metadata and packaging;
+//! * [`discovery`]: a policy directory's case files, wasm and metadata;
+//! * [`shapes`]: `testdrive shapes`, every lookup answer served again with a wrong shape;
+//! * [`seeds`]: `testdrive seeds`, every case as fuzzing seeds;
 //! * [`report`]: `testdrive check` over policy directories.
 
 pub mod discovery;
@@ -26,8 +28,10 @@ pub mod judge;
 pub mod report;
 pub mod resolve;
 pub mod schema;
+pub mod seeds;
+pub mod shapes;
 
-pub use discovery::{case_files, packaging_problems, policy_metadata, policy_name, wasm_file_name};
+pub use discovery::{case_files, policy_metadata, policy_name, wasm_file_name};
 pub use judge::check_evaluation;
 pub use judge::{CaseOutcome, run_case};
 pub(crate) use judge::{check_message, compact, quote};

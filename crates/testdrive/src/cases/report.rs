@@ -3,12 +3,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::discovery::{
-    case_files, packaging_problems, policy_metadata, policy_name, wasm_file_name,
-};
+use super::discovery::{case_files, policy_metadata, policy_name, wasm_file_name};
 use super::judge::{CaseOutcome, run_case};
 use super::resolve::{ResolvedCase, load_case_file};
-use crate::host::Host;
+use policy_host::host::Host;
 
 /// The outcome of `check` for one policy directory.
 #[derive(Debug, Clone, Default)]
@@ -130,7 +128,7 @@ pub fn check_policy(policy_dir: &Path, options: &CheckOptions) -> PolicyReport {
             return report;
         }
     };
-    let problems = packaging_problems(policy_dir, &policy, &wasm, metadata.as_ref());
+    let problems = crate::packaging::policy_problems(policy_dir, &policy, &wasm, metadata.as_ref());
     if !problems.is_empty() {
         report.error = Some(format!("{policy}: packaging: {}", problems.join("; ")));
     }

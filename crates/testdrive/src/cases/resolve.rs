@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::schema::{Case, CaseDefaults, CaseFile, Expect, RequestSpec};
-use crate::callbacks::{NoCluster, SharedCallbacks, shared};
-use crate::cluster::ClusterObjects;
-use crate::error::{Error, Result, read_text};
-use crate::replay::ReplaySession;
-use crate::request::{load_request, merge_patch, unwrap_review};
+use policy_host::callbacks::{NoCluster, SharedCallbacks, shared};
+use policy_host::cluster::ClusterObjects;
+use policy_host::error::{Error, Result, read_text};
+use policy_host::replay::ReplaySession;
+use policy_host::request::{load_request, merge_patch, unwrap_review};
 
 /// Cluster state of an evaluation.
 #[derive(Debug, Clone)]

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::apiserver::{Access, FakeApi, RunningApi};
-use crate::controller::{Controller, ModulesDir, Namespaces};
-use crate::error::{Error, Result};
-use crate::host::Evaluation;
+use crate::bench::server::PolicyServer;
 use crate::http::{free_port, http_post};
-use crate::publish::server::read_answer;
-use crate::server_bench::PolicyServer;
+use crate::kube::apiserver::{Access, FakeApi, RunningApi};
+use crate::kube::controller::{Controller, ModulesDir, Namespaces};
+use crate::release::publish::server::read_answer;
+use policy_host::error::{Error, Result};
+use policy_host::host::Evaluation;
 
 /// One webhook's answer to a request.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@
 //!    rules with every opt-in set of `optional-rules.yml`, `contextAwareResources`) with the settings of one of its declarative cases,
 //!    chosen as `publish-local` chooses (a request case with an expected verdict that
 //!    testdrive passes, whose recorded lookups agree with the other cases');
-//! 3. the controller's step ([`crate::controller`]) turns every binding of the PolicyServer
+//! 3. the controller's step ([`crate::kube::controller`]) turns every binding of the PolicyServer
 //!    into policies.yml, and the real policy-server runs on it, its lookups answered by a fake
 //!    API server that serves the cases' recorded objects and refuses (403) every read the
 //!    role does not grant;
@@ -28,16 +28,16 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::apiserver::{FakeApi, Rbac};
+use crate::bench::server::PolicyBinding;
 use crate::cases::{check_evaluation, policy_metadata};
-use crate::controller::{
+use crate::e2e::host_disagreement;
+use crate::kube::apiserver::{FakeApi, Rbac};
+use crate::kube::controller::{
     Controller, ModulesDir, Namespaces, PolicyServerSpec, of_kind, read_objects,
 };
-use crate::e2e::host_disagreement;
-use crate::error::{Error, Result};
-use crate::publish::server::{Pick, pick_case};
-use crate::server_bench::PolicyBinding;
+use crate::release::publish::server::{Pick, pick_case};
 pub use deployment::{Admission, Deployment, Step};
+use policy_host::error::{Error, Result};
 
 /// The registry the generated bindings name (only the last path segment picks the module).
 pub const MODULE_REGISTRY: &str = "registry://ghcr.io/tenancy-policies/tenancy-policies";
@@ -113,7 +113,7 @@ fn service_account_namespace(objects: &[Value], name: &str) -> String {
     of_kind(objects, "ServiceAccount")
         .find(|sa| sa.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
         .and_then(|sa| sa.pointer("/metadata/namespace").and_then(Value::as_str))
-        .unwrap_or(crate::controller::DEFAULT_DEPLOYMENTS_NAMESPACE)
+        .unwrap_or(crate::kube::controller::DEFAULT_DEPLOYMENTS_NAMESPACE)
         .to_owned()
 }
 
@@ -152,7 +152,7 @@ fn drop_role_resource(objects: &mut [Value], resource: &str) {
 /// The ClusterAdmissionPolicy of a context-aware policy's case.
 fn case_binding(binding: &PolicyBinding, dir: &Path, pick: &Pick, server: &str) -> Result<Value> {
     let metadata = policy_metadata(dir)?.unwrap_or_default();
-    let version = crate::artifacthub::metadata_version(&metadata).unwrap_or("0.0.0");
+    let version = crate::release::artifacthub::metadata_version(&metadata).unwrap_or("0.0.0");
     let short = binding.policy.trim_end_matches("-policy");
     let mut rules = metadata.rules.clone();
     rules.extend(optional_rules(dir)?);

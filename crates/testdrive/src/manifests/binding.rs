@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::extract::Written;
 use super::openapi::{KindSchema, validate};
-use crate::host::Host;
-use crate::metadata::Metadata;
 use kube_values::labels::is_dns_subdomain;
+use policy_host::host::Host;
+use policy_host::metadata::Metadata;
 
 /// What the checks know of one policy of the bundle.
 pub struct Policy {

@@ -14,8 +14,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::cluster::yaml_objects;
-use crate::error::{Error, Result, read_text};
+use policy_host::cluster::yaml_objects;
+use policy_host::error::{Error, Result, read_text};
 
 /// The name of the kustomization file of an install directory.
 pub const KUSTOMIZATION: &str = "kustomization.yaml";

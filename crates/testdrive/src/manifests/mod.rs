@@ -7,7 +7,7 @@
 //!   [`binding::check`] against Kubewarden's CRDs and each policy's metadata and module.
 //! - **Packages**: each policy's `example-settings.yml` is accepted by the policy, and its
 //!   `questions-ui.yml` passes [`questions::problems`].
-//! - **Identity**: nothing drifted from `.github/publishing.env` ([`crate::identity::drift`]).
+//! - **Identity**: nothing drifted from `.github/publishing.env` ([`crate::release::identity::drift`]).
 
 pub mod binding;
 pub mod extract;
@@ -20,14 +20,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::artifacthub::{VERSION_ANNOTATION, metadata_version};
 use crate::cases::{policy_metadata, wasm_file_name};
-use crate::error::{Error, Result, read_text};
-use crate::host::Host;
-use crate::identity::{IDENTITY_FILE, Identity, drift, policy_names};
-use crate::metadata::read_optional_rules;
+use crate::release::artifacthub::{VERSION_ANNOTATION, metadata_version};
+use crate::release::identity::{IDENTITY_FILE, Identity, drift, policy_names};
 use binding::{Context, Policy, Source};
 use extract::Written;
+use policy_host::error::{Error, Result, read_text};
+use policy_host::host::Host;
+use policy_host::metadata::read_optional_rules;
 
 /// Each policy's minimal example settings, beside its metadata.
 pub const EXAMPLE_SETTINGS: &str = "example-settings.yml";

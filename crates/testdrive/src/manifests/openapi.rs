@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::error::{Error, Result, read_text};
+use policy_host::error::{Error, Result, read_text};
 
 /// The schema of one served version of one kind.
 #[derive(Debug, Clone)]

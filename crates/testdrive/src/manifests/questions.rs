@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::host::SettingsValidation;
+use policy_host::host::SettingsValidation;
 
 /// The question types Rancher's form renders.
 pub const TYPES: [&str; 11] = [

@@ -12,7 +12,6 @@ use capsule_bindings::install::{
     InstallOptions, KUBEWARDEN_NAMESPACE, POLICY_SERVER_IMAGE, install,
 };
 use capsule_bindings::placement::{DEFAULT_POLICY_SERVER, FailurePolicy, Mode, Placement};
-use capsule_bindings::scenario::{KwctlOptions, run_file, scenario_files};
 use capsule_bindings::{Binding, Error, Hosts, Options, Result, parse_tenants};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
@@ -39,43 +38,11 @@ enum Command {
     /// Judge requests with written bindings, as the API server routes them: which binding
     /// admitted, mutated or refused each, and why.
     Try(TryArgs),
-    /// Run scenario cases (a Tenant converted, requests judged by its bindings); with --kwctl
-    /// every evaluation is also run by the real kwctl and must agree.
-    Check(CheckArgs),
     /// Write the install directory (`kubectl apply -k <dir>`): the dedicated PolicyServer,
     /// its ServiceAccount, the ClusterRole granting exactly the reads the policies'
     /// `contextAwareResources` name, its ClusterRoleBinding, the cluster-wide baseline
     /// bindings and kustomization.yaml.
     Install(InstallArgs),
-    /// Measure policy-server's start time and memory on the install directory plus N copies
-    /// of a Tenant, loaded as kubewarden-controller would load them (a benchmark; prints one
-    /// line per N).
-    Footprint(FootprintArgs),
-}
-
-#[derive(Args)]
-struct FootprintArgs {
-    /// The Tenant copied.
-    #[arg(long, default_value = "test_data/capsule-bindings/tenants/solar.yaml")]
-    tenant: PathBuf,
-    /// How many copies, one measurement each (repeatable).
-    #[arg(long = "tenants", default_values_t = [0, 100, 1000])]
-    tenants: Vec<usize>,
-    /// The policy-server binary.
-    #[arg(long)]
-    policy_server: PathBuf,
-    /// The install directory.
-    #[arg(long, default_value = "deploy")]
-    install_dir: PathBuf,
-    /// The annotated modules (make annotate).
-    #[arg(long, default_value = "target/annotated")]
-    modules_dir: PathBuf,
-    /// Where the built policy modules are (the converted settings are checked).
-    #[arg(long, default_value = DEFAULT_WASM_DIR)]
-    wasm_dir: PathBuf,
-    /// Where each run's policies.yml and log go.
-    #[arg(long, default_value = "target/footprint")]
-    work_dir: PathBuf,
 }
 
 /// Where and how bindings are placed (every command that writes bindings).
@@ -184,49 +151,11 @@ struct TryArgs {
     wasm_dir: PathBuf,
 }
 
-#[derive(Args)]
-struct CheckArgs {
-    /// Scenario files or folders of them.
-    #[arg(default_value = "crates/capsule-bindings/cases")]
-    paths: Vec<PathBuf>,
-    /// Where the built policy modules are.
-    #[arg(long, default_value = DEFAULT_WASM_DIR)]
-    wasm_dir: PathBuf,
-    /// Also run every evaluation through this kwctl.
-    #[arg(long)]
-    kwctl: Option<PathBuf>,
-    /// Where kwctl's annotated modules and inputs are written.
-    #[arg(long, default_value = "target/e2e-capsule-bindings")]
-    work_dir: PathBuf,
-    /// The policies' folders (metadata.yml and README.md, for kwctl annotate).
-    #[arg(long, default_value = "policies")]
-    policies_dir: PathBuf,
-    /// Only requests whose name (or file name) contains this.
-    #[arg(long)]
-    filter: Option<String>,
-    /// Instead, send every scenario request through this policy-server, configured as
-    /// kubewarden-controller configures it from the converted bindings, its lookups answered
-    /// under the install directory's ClusterRole.
-    #[arg(long)]
-    policy_server: Option<PathBuf>,
-    /// The PolicyServer under test (default: the only one of --install-dir).
-    #[arg(long)]
-    policy_server_name: Option<String>,
-    /// The install directory (its PolicyServer, ServiceAccount and RBAC), for --policy-server.
-    #[arg(long, default_value = "deploy")]
-    install_dir: PathBuf,
-    /// The annotated modules (make annotate), for --policy-server.
-    #[arg(long, default_value = "target/annotated")]
-    modules_dir: PathBuf,
-}
-
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Convert(a) => convert(a),
         Command::Try(a) => try_requests(a),
-        Command::Check(a) => check(a),
         Command::Install(a) => install_dir(a),
-        Command::Footprint(a) => footprint(a),
     };
     match result {
         Ok(code) => code,
@@ -340,48 +269,19 @@ fn install_dir(args: InstallArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn footprint(args: FootprintArgs) -> Result<ExitCode> {
-    let origin = args.tenant.display().to_string();
-    let tenants = parse_tenants(&read(&args.tenant)?, &origin)?;
-    let [tenant] = tenants.as_slice() else {
-        return Err(Error::Invalid(format!(
-            "{origin}: one Tenant is copied, not {}",
-            tenants.len()
-        )));
-    };
-    let options = capsule_bindings::footprint::FootprintOptions {
-        policy_server: args.policy_server,
-        install_dir: args.install_dir,
-        modules_dir: args.modules_dir,
-        work_dir: args.work_dir,
-    };
-    let mut hosts = Hosts::new(args.wasm_dir);
-    for count in args.tenants {
-        let copies = capsule_bindings::footprint::copies(tenant, count);
-        let measured = capsule_bindings::footprint::measure(
-            &copies,
-            &Options::default(),
-            &mut hosts,
-            &options,
-        )?;
-        println!("{measured}");
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 fn try_requests(args: TryArgs) -> Result<ExitCode> {
     let origin = args.bindings.display().to_string();
-    let bindings = testdrive::cluster::yaml_objects(&read(&args.bindings)?, &origin)?
+    let bindings = policy_host::cluster::yaml_objects(&read(&args.bindings)?, &origin)?
         .iter()
         .map(Binding::from_manifest)
         .collect::<Result<Vec<_>>>()?;
     let cluster = match &args.cluster {
-        Some(path) => testdrive::ClusterObjects::from_file(path)?,
-        None => testdrive::ClusterObjects::default(),
+        Some(path) => policy_host::ClusterObjects::from_file(path)?,
+        None => policy_host::ClusterObjects::default(),
     };
     let mut hosts = Hosts::new(args.wasm_dir);
     for path in &args.requests {
-        let request = testdrive::request::load_request(path)?;
+        let request = policy_host::request::load_request(path)?;
         let field = |p: &str| request.pointer(p).and_then(Value::as_str).unwrap_or("?");
         println!(
             "{} {} {}/{} by {} ({}):",
@@ -398,76 +298,4 @@ fn try_requests(args: TryArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn check(args: CheckArgs) -> Result<ExitCode> {
-    let files = scenario_files(&args.paths)?;
-    if let Some(policy_server) = args.policy_server {
-        let options = capsule_bindings::server::ServerOptions {
-            policy_server,
-            server_name: args.policy_server_name,
-            install_dir: args.install_dir,
-            modules_dir: args.modules_dir,
-            work_dir: args.work_dir.join("policy-server"),
-        };
-        println!(
-            "capsule-bindings check: every scenario request through {} ({} files)",
-            capsule_bindings::server::describe(&options),
-            files.len()
-        );
-        let mut hosts = Hosts::new(args.wasm_dir.clone());
-        let report = capsule_bindings::server::check(&files, &mut hosts, &options)?;
-        return Ok(if capsule_bindings::server::require_pass(&report).is_ok() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
-    let kwctl = args.kwctl.map(|kwctl| KwctlOptions {
-        kwctl,
-        work_dir: args.work_dir,
-        policies_dir: args.policies_dir,
-    });
-    match &kwctl {
-        Some(k) => println!(
-            "capsule-bindings e2e: every scenario request through {} ({} files)",
-            testdrive::e2e::kwctl_version(&k.kwctl)?,
-            files.len()
-        ),
-        None => println!(
-            "capsule-bindings check: every scenario through the built wasm ({} files)",
-            files.len()
-        ),
-    }
-    let mut hosts = Hosts::new(args.wasm_dir.clone());
-    let (mut passed, mut failed) = (0, 0);
-    for file in &files {
-        let report = run_file(
-            file,
-            &mut hosts,
-            &args.wasm_dir,
-            kwctl.as_ref(),
-            args.filter.as_deref(),
-        );
-        let name = file.file_name().unwrap_or_default().to_string_lossy();
-        println!(
-            "  {name}: {} passed, {} failed",
-            report.passed,
-            report.failures.len()
-        );
-        for (case, failures) in &report.failures {
-            println!("    FAIL {case}");
-            for failure in failures {
-                println!("      {failure}");
-            }
-        }
-        passed += report.passed;
-        failed += report.failures.len();
-    }
-    println!("{passed} passed, {failed} failed");
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }

@@ -3,11 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use testdrive::Host;
+use policy_host::Host;
+use policy_host::error::{Error, Result};
 use testdrive::bench::{
     BenchOptions, BenchResult, BudgetCheck, bench_scenario, budget_checks, load_bench_file,
 };
-use testdrive::error::{Error, Result};
 
 use crate::cli::{BenchArgs, BenchServerArgs};
 use crate::evaluate::read;
@@ -21,7 +21,7 @@ pub(crate) fn bench_server(a: BenchServerArgs) -> Result<ExitCode> {
             .map(|root| root.join("anchors"))
             .unwrap_or_else(|| PathBuf::from("anchors"))
     });
-    let options = testdrive::server_bench::ServerBenchOptions {
+    let options = testdrive::bench::server::ServerBenchOptions {
         policy_server: a.policy_server,
         anchors_dir,
         wasm_dir: a.wasm_dir,
@@ -32,7 +32,7 @@ pub(crate) fn bench_server(a: BenchServerArgs) -> Result<ExitCode> {
         port: a.port,
     };
     // the goals are reported, not enforced: they depend on the machine
-    testdrive::server_bench::run(&policy_dirs(a.dirs)?, &options)?;
+    testdrive::bench::server::run(&policy_dirs(a.dirs)?, &options)?;
     Ok(ExitCode::SUCCESS)
 }
 

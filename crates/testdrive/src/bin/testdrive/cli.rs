@@ -53,6 +53,13 @@ pub(crate) enum Command {
     /// real policy-server, RBAC enforced by the fake API server, one case per context-aware
     /// policy routed as the API server routes it.
     InstallE2e(InstallE2eArgs),
+    /// The capsule-bindings scenario cases (a Tenant converted, requests judged by its
+    /// bindings); with --kwctl every evaluation is also run by the real kwctl and must agree.
+    CapsuleCheck(CapsuleCheckArgs),
+    /// Measure policy-server's start time and memory on the install directory plus N copies
+    /// of a Tenant converted by capsule-bindings, loaded as kubewarden-controller would load
+    /// them (a benchmark; prints one line per N).
+    CapsuleFootprint(CapsuleFootprintArgs),
 }
 
 #[derive(Args)]
@@ -339,4 +346,65 @@ pub(crate) struct IdentityArgs {
     /// Rewrite the drifted files instead of failing.
     #[arg(long)]
     pub(crate) write: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CapsuleCheckArgs {
+    /// Scenario files or folders of them.
+    #[arg(default_value = "crates/capsule-bindings/cases")]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Where the built policy modules are.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Also run every evaluation through this kwctl.
+    #[arg(long)]
+    pub(crate) kwctl: Option<PathBuf>,
+    /// Where kwctl's annotated modules and inputs are written.
+    #[arg(long, default_value = "target/e2e-capsule-bindings")]
+    pub(crate) work_dir: PathBuf,
+    /// The policies' folders (metadata.yml and README.md, for kwctl annotate).
+    #[arg(long, default_value = "policies")]
+    pub(crate) policies_dir: PathBuf,
+    /// Only requests whose name (or file name) contains this.
+    #[arg(long)]
+    pub(crate) filter: Option<String>,
+    /// Instead, send every scenario request through this policy-server, configured as
+    /// kubewarden-controller configures it from the converted bindings, its lookups answered
+    /// under the install directory's ClusterRole.
+    #[arg(long)]
+    pub(crate) policy_server: Option<PathBuf>,
+    /// The PolicyServer under test (default: the only one of --install-dir).
+    #[arg(long)]
+    pub(crate) policy_server_name: Option<String>,
+    /// The install directory (its PolicyServer, ServiceAccount and RBAC), for --policy-server.
+    #[arg(long, default_value = "deploy")]
+    pub(crate) install_dir: PathBuf,
+    /// The annotated modules (make annotate), for --policy-server.
+    #[arg(long, default_value = "target/annotated")]
+    pub(crate) modules_dir: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct CapsuleFootprintArgs {
+    /// The Tenant copied.
+    #[arg(long, default_value = "test_data/capsule-bindings/tenants/solar.yaml")]
+    pub(crate) tenant: PathBuf,
+    /// How many copies, one measurement each (repeatable).
+    #[arg(long = "tenants", default_values_t = [0, 100, 1000])]
+    pub(crate) tenants: Vec<usize>,
+    /// The policy-server binary.
+    #[arg(long)]
+    pub(crate) policy_server: PathBuf,
+    /// The install directory.
+    #[arg(long, default_value = "deploy")]
+    pub(crate) install_dir: PathBuf,
+    /// The annotated modules (make annotate).
+    #[arg(long, default_value = "target/annotated")]
+    pub(crate) modules_dir: PathBuf,
+    /// Where the built policy modules are (the converted settings are checked).
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    pub(crate) wasm_dir: PathBuf,
+    /// Where each run's policies.yml and log go.
+    #[arg(long, default_value = "target/footprint")]
+    pub(crate) work_dir: PathBuf,
 }

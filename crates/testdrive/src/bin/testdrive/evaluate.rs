@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use testdrive::cases::{ClusterState, load_case_file};
-use testdrive::error::{Error, Result};
-use testdrive::request::load_request;
-use testdrive::{
+use policy_host::error::{Error, Result};
+use policy_host::request::load_request;
+use policy_host::{
     ClusterObjects, Host, Metadata, NoCluster, Recorder, ReplaySession, SharedCallbacks, shared,
 };
+use testdrive::cases::{ClusterState, load_case_file};
 
 use crate::cli::{AnnotateArgs, RecordArgs, RunArgs, SettingsArgs};
 
@@ -71,7 +71,7 @@ pub(crate) fn ensure_valid_settings(host: &Host, settings: &Value) -> Result<()>
     }
 }
 
-pub(crate) fn print_evaluation(eval: &testdrive::Evaluation, problems: &[String]) -> Result<()> {
+pub(crate) fn print_evaluation(eval: &policy_host::Evaluation, problems: &[String]) -> Result<()> {
     let text =
         serde_json::to_string_pretty(&eval.response).map_err(|e| Error::Invalid(e.to_string()))?;
     println!("{text}");
@@ -121,7 +121,7 @@ pub(crate) fn annotate(a: AnnotateArgs) -> Result<ExitCode> {
     };
     let host = Host::load(&wasm, None)?;
     let version = host.protocol_version()?;
-    let annotated = testdrive::metadata::annotate(&wasm, metadata, &version, usage.as_deref())?;
+    let annotated = policy_host::metadata::annotate(&wasm, metadata, &version, usage.as_deref())?;
     // the result must still compile and expose its metadata
     let check = Host::load(&annotated, None)?;
     if !check.is_annotated() {

@@ -1,6 +1,7 @@
 //! `testdrive`: run Kubewarden waPC policies locally (see the library docs).
 
 mod bench;
+mod capsule;
 mod cli;
 mod evaluate;
 mod policies;
@@ -28,6 +29,8 @@ fn main() -> ExitCode {
         Command::PublishLocal(a) => policies::publish_local(a),
         Command::Audit(a) => policies::audit(a),
         Command::InstallE2e(a) => policies::install_e2e(a),
+        Command::CapsuleCheck(a) => capsule::check(a).map_err(capsule::host_error),
+        Command::CapsuleFootprint(a) => capsule::footprint(a).map_err(capsule::host_error),
     };
     match result {
         Ok(code) => code,

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use policy_host::error::{Error, Result};
 use testdrive::cases::{CheckOptions, check_policy};
-use testdrive::error::{Error, Result};
 
 use crate::cli::{
     AuditArgs, CheckArgs, E2eArgs, IdentityArgs, InstallE2eArgs, ManifestsArgs, PublishLocalArgs,
@@ -52,7 +52,7 @@ pub(crate) fn shapes(a: ShapesArgs) -> Result<ExitCode> {
     let dirs = policy_dirs(a.dirs)?;
     let jobs = a.jobs.unwrap_or_else(one_per_core);
     let reports = testdrive::e2e::in_parallel(&dirs, jobs, |dir| {
-        testdrive::shapes::probe_policy(dir, &a.wasm_dir)
+        testdrive::cases::shapes::probe_policy(dir, &a.wasm_dir)
     });
     let (mut probes, mut cases, mut failed) = (0usize, 0usize, 0usize);
     for report in reports.into_iter().flatten() {
@@ -151,7 +151,7 @@ pub(crate) fn e2e(a: E2eArgs) -> Result<ExitCode> {
 
 pub(crate) fn seeds(a: SeedsArgs) -> Result<ExitCode> {
     for dir in policy_dirs(a.dirs)? {
-        let c = testdrive::seeds::write_seeds(&dir, &a.out)?;
+        let c = testdrive::cases::seeds::write_seeds(&dir, &a.out)?;
         println!(
             "{}: {} payloads, {} settings, {} cases skipped",
             c.policy, c.payloads, c.settings, c.skipped
@@ -201,7 +201,7 @@ pub(crate) fn manifests(a: ManifestsArgs) -> Result<ExitCode> {
     println!(
         "identity: {} files drifted from {}",
         report.drifted,
-        testdrive::identity::IDENTITY_FILE
+        testdrive::release::identity::IDENTITY_FILE
     );
     Ok(if report.problems.is_empty() {
         ExitCode::SUCCESS
@@ -213,8 +213,8 @@ pub(crate) fn manifests(a: ManifestsArgs) -> Result<ExitCode> {
 /// `testdrive identity [--write]`: lists (or rewrites) every file drifted from the identity.
 pub(crate) fn identity(a: IdentityArgs) -> Result<ExitCode> {
     let root = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-    let identity = testdrive::identity::Identity::from_root(&root)?;
-    let drifted = testdrive::identity::drift(&root, &identity)?;
+    let identity = testdrive::release::identity::Identity::from_root(&root)?;
+    let drifted = testdrive::release::identity::drift(&root, &identity)?;
     for d in &drifted {
         let shown = d
             .path
@@ -233,7 +233,7 @@ pub(crate) fn identity(a: IdentityArgs) -> Result<ExitCode> {
     println!(
         "identity: {} files {verb} from {}",
         drifted.len(),
-        testdrive::identity::IDENTITY_FILE
+        testdrive::release::identity::IDENTITY_FILE
     );
     Ok(if drifted.is_empty() || a.write {
         ExitCode::SUCCESS
@@ -244,7 +244,7 @@ pub(crate) fn identity(a: IdentityArgs) -> Result<ExitCode> {
 
 /// `testdrive publish-local`: the release rehearsed against a local OCI registry.
 pub(crate) fn publish_local(a: PublishLocalArgs) -> Result<ExitCode> {
-    let options = testdrive::publish::PublishOptions {
+    let options = testdrive::release::publish::PublishOptions {
         kwctl: a.kwctl,
         policy_server: a.policy_server,
         registry: a.registry,
@@ -254,7 +254,7 @@ pub(crate) fn publish_local(a: PublishLocalArgs) -> Result<ExitCode> {
         work_dir: a.work_dir,
         push_attempts: a.push_attempts,
     };
-    let passed = testdrive::publish::run(&policy_dirs(a.dirs)?, &options)?;
+    let passed = testdrive::release::publish::run(&policy_dirs(a.dirs)?, &options)?;
     Ok(if passed {
         ExitCode::SUCCESS
     } else {
