@@ -55,7 +55,7 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> SettingsValidationRespons
             .map_err(|e| e.to_string())
     });
     let result = match parsed {
-        Ok(text) => settings::<P>(Raw::Json(text)).map(|_| ()),
+        Ok(text) => P::Settings::parse(Raw::Json(text)).map(|_| ()),
         Err(e) => Err(SettingsError::new(
             "",
             format!("settings are not JSON: {e}"),
@@ -71,11 +71,6 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> SettingsValidationRespons
             message: Some(e.to_string()),
         },
     }
-}
-
-/// Decodes and validates the settings of policy `P`; errors name the settings path.
-pub fn settings<P: Policy>(raw: Raw<'_>) -> Result<P::Settings, SettingsError> {
-    P::Settings::parse(raw)
 }
 
 /// The answer to `validate` for a raw payload, with lookups answered by `cluster`.
@@ -107,10 +102,10 @@ fn judge_decoded<P: Policy>(
     let settings = policy_decode::settings::reread(|| match settings {
         PayloadSettings::Skipped => Ok(None),
         PayloadSettings::Decoded(Some(raw)) => P::Settings::try_from(raw).map(Some),
-        PayloadSettings::Decoded(None) => self::settings::<P>(Raw::Json("null")).map(Some),
+        PayloadSettings::Decoded(None) => P::Settings::parse(Raw::Json("null")).map(Some),
         PayloadSettings::Deferred(raw) => {
             let text = raw.map_or("null", |r| r.get());
-            self::settings::<P>(Raw::Json(text)).map(Some)
+            P::Settings::parse(Raw::Json(text)).map(Some)
         }
     })
     .map_err(invalid_settings)?;
@@ -129,7 +124,7 @@ fn judge_checked<P: Policy>(
     if !P::OPERATIONS.contains(&p.request.operation) {
         return Ok(Verdict::accept().into_response(Mode::Enforce));
     }
-    let settings = policy_decode::settings::reread(|| settings::<P>(p.settings()))
+    let settings = policy_decode::settings::reread(|| P::Settings::parse(p.settings()))
         .map_err(invalid_settings)?;
     judge::<P>(p.request, &settings, cluster)
 }

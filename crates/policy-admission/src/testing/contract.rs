@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use crate::cluster::Objects;
-use crate::policy::{self, Policy, ValidationResponse, evaluate, validate_settings};
+use crate::policy::{Policy, ValidationResponse, evaluate, validate_settings};
 use crate::request::{Operation, ValidatePayload};
 use crate::testing::FailingCluster;
-use policy_decode::settings::{Raw, reread};
+use policy_decode::settings::{Raw, Validated, reread};
 
 fn describe(r: &ValidationResponse) -> String {
     serde_json::to_string(r).unwrap_or_else(|e| format!("(unserialisable response: {e})"))
@@ -180,7 +180,7 @@ pub fn check_payload<P: Policy>(data: &[u8]) -> Result<(), String> {
     let settings_text = payload.settings.map_or("null", |raw| raw.get());
     let settings: Value = serde_json::from_str(settings_text).unwrap_or(Value::Null);
     let settings_valid = validate_settings::<P>(settings_text.as_bytes()).valid
-        || reread(|| policy::settings::<P>(Raw::Json(settings_text)).is_ok());
+        || reread(|| P::Settings::parse(Raw::Json(settings_text)).is_ok());
     if !settings_valid {
         return match [&plain, &failed].into_iter().find(|r| r.accepted) {
             Some(r) => Err(format!(
