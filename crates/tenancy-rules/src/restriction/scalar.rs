@@ -1,5 +1,6 @@
 //! Scalar primitives: String, Numeric and Bool restrictions.
 
+use std::cell::{Cell, OnceCell};
 use std::fmt;
 
 use serde::Deserialize;
@@ -76,7 +77,7 @@ pub struct StringRestriction {
     lists: Lists,
     regex: Vec<FullMatch>,
     /// `blacklistRegex` (empty when not given).
-    deny_regex: PatternList,
+    deny_regex: DenyRegexes,
     /// Whether `whitelist`/`regex` restrict the value (at least one of them non-empty).
     restricted: bool,
     mode: StringMatch,
@@ -217,7 +218,7 @@ impl StringRestriction {
             nil,
             lists,
             regex: regex.unwrap_or_default(),
-            deny_regex: PatternList::new(deny_regex),
+            deny_regex: DenyRegexes::new(deny_regex),
             restricted: has_whitelist || has_regex,
             mode,
         })
@@ -272,7 +273,7 @@ impl StringRestriction {
                 list(blacklist)
             ));
         }
-        if let Some(denying) = self.deny_regex.first_denying(subject) {
+        if let Some(denying) = self.deny_regex.first(subject) {
             return Some(format!(
                 "{} matches blacklistRegex {}",
                 quote(value),
@@ -302,6 +303,45 @@ impl StringRestriction {
                 regexes()
             ),
         })
+    }
+}
+
+/// How many values a [`DenyRegexes`] judges by trying its patterns in turn before it indexes
+/// them.
+const DENY_SCANS_BEFORE_INDEX: u32 = 8;
+
+/// `blacklistRegex`: tried in turn for the first few values, then indexed as a
+/// [`PatternList`] (`docs/semantics.md#cost`: settings are parsed on every request, and most
+/// requests judge a few values, for which building the index costs more than the scans;
+/// a 1 MiB object judges thousands, for which the index keeps the cost linear).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct DenyRegexes {
+    patterns: Vec<FullMatch>,
+    scans: Cell<u32>,
+    index: OnceCell<PatternList>,
+}
+
+impl DenyRegexes {
+    fn new(patterns: Vec<FullMatch>) -> Self {
+        DenyRegexes {
+            patterns,
+            ..Default::default()
+        }
+    }
+
+    /// The first pattern, in settings order, that matches the whole of `value` (a pattern
+    /// that cannot be compiled matches every value: [`FullMatch::denies`]).
+    fn first(&self, value: &str) -> Option<&FullMatch> {
+        if self.patterns.is_empty() {
+            return None;
+        }
+        if self.index.get().is_none() && self.scans.get() < DENY_SCANS_BEFORE_INDEX {
+            self.scans.set(self.scans.get() + 1);
+            return self.patterns.iter().find(|p| p.denies(value));
+        }
+        self.index
+            .get_or_init(|| PatternList::new(self.patterns.clone()))
+            .first_denying(value)
     }
 }
 
@@ -990,6 +1030,27 @@ mod tests {
             let r = StringRestriction::build(raw).unwrap();
             let ok = r.allows(Some(&json!(probe)), &FieldPath::root("f")).unwrap();
             prop_assert_eq!(ok, list.contains(&probe));
+        }
+
+        /// `blacklistRegex` names the first matching pattern, for the first values (tried in
+        /// turn) and the later ones (indexed) alike.
+        #[test]
+        fn deny_regexes_agree_with_scanning(
+            patterns in proptest::collection::vec("[ab]{0,2}(\\.\\*|[ab]|\\[ab\\])?", 1..6),
+            probes in proptest::collection::vec("[ab]{0,3}", 1..20),
+        ) {
+            let raw = RawString { blacklist_regex: Some(OneOrMany::Many(patterns.clone())), ..Default::default() };
+            let Ok(r) = StringRestriction::build(raw) else { return Ok(()) };
+            for p in &probes {
+                let first = patterns.iter().find(|x| FullMatch::new(x).unwrap().is_match(p));
+                let mut out = Vec::new();
+                r.check_str(Some(p), &FieldPath::root("f"), &mut out);
+                let expected: Vec<String> = first
+                    .map(|x| format!("f: {} matches blacklistRegex {}", quote(p), quote(x)))
+                    .into_iter()
+                    .collect();
+                prop_assert_eq!(out.iter().map(|v| v.to_string()).collect::<Vec<_>>(), expected);
+            }
         }
 
         /// Prefix lookups by ancestors judge as comparing with every prefix would, for the
