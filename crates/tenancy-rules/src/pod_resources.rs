@@ -464,6 +464,9 @@ mod tests {
 
     // ----- QoS class -----
 
+    /// One container's cpu request, memory request, cpu limit, memory limit.
+    type Spec4 = (Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+
     fn qos(spec: Value) -> QosClass {
         qos_class(&At::new(&spec, FieldPath::root("spec"))).unwrap()
     }
@@ -545,9 +548,7 @@ mod tests {
     /// container needs positive cpu and memory limits, the summed positive requests must
     /// equal the summed positive limits), on containers already defaulted: an independent
     /// statement of the same rule when requests never exceed limits, as validation requires.
-    fn summed_class(
-        containers: &[(Option<i64>, Option<i64>, Option<i64>, Option<i64>)],
-    ) -> QosClass {
+    fn summed_class(containers: &[Spec4]) -> QosClass {
         let mut req = [0i64; 2];
         let mut lim = [0i64; 2];
         let mut req_set = [false; 2];
@@ -581,8 +582,7 @@ mod tests {
     }
 
     /// One container's resources: requests at most the limits (API validation).
-    fn container_resources()
-    -> impl Strategy<Value = (Option<i64>, Option<i64>, Option<i64>, Option<i64>)> {
+    fn container_resources() -> impl Strategy<Value = Spec4> {
         let pair = (proptest::option::of(0i64..3), proptest::option::of(0i64..3)).prop_map(
             |(r, l)| match (r, l) {
                 (Some(r), Some(l)) if r > l => (Some(l), Some(r)),
@@ -594,11 +594,7 @@ mod tests {
 
     /// The container as JSON, cpu in millicores or cores and memory in bytes or `k`, as
     /// `spell` says.
-    fn container_json(
-        i: usize,
-        c: &(Option<i64>, Option<i64>, Option<i64>, Option<i64>),
-        spell: bool,
-    ) -> Value {
+    fn container_json(i: usize, c: &Spec4, spell: bool) -> Value {
         let cpu = |n: i64| {
             if spell {
                 json!(format!("{}m", n * 1000))

@@ -156,6 +156,7 @@ impl PodSpecRestriction {
             check_field(Some(r), Some(spec), &spec.path, name, out)?;
         }
         if let Some(r) = &self.qos_class {
+            // README rule 18: computed from the resources, never read from the object.
             let class = qos_class(spec)?;
             let path = spec.path.field("qosClass");
             labelled("computed", out, |out| {
