@@ -299,11 +299,9 @@ fn requirements_class(requests: &[Option<Quantity>], limits: &[Option<Quantity>]
 fn qos_values(
     map: Option<&Map<String, Value>>,
     at: &dyn Fn() -> FieldPath,
-) -> Result<Vec<Option<Quantity>>, PolicyError> {
-    QOS_RESOURCES
-        .iter()
-        .map(|name| read_value(map, name, at))
-        .collect()
+) -> Result<[Option<Quantity>; 2], PolicyError> {
+    let [cpu, memory] = QOS_RESOURCES;
+    Ok([read_value(map, cpu, at)?, read_value(map, memory, at)?])
 }
 
 /// The `requests` and `limits` maps of a `resources` object.
