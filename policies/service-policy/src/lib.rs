@@ -1,8 +1,10 @@
-//! service-policy: tenants may use only the Service types, node ports and external IPs the
-//! settings allow, and may not set forbidden label or annotation keys (README rules 1–5).
+//! service-policy: tenants may use only the Service types, node ports, external IPs,
+//! external names and load-balancer ranges the settings allow, and may not set forbidden
+//! label or annotation keys (README rules 1–8).
 //!
 //! Violations are listed in the order the API server writes a Service's fields: labels,
 //! annotations, `spec.ports[].nodePort`, `spec.type`, `spec.externalIPs`,
+//! `spec.loadBalancerIP`, `spec.loadBalancerSourceRanges`, `spec.externalName`,
 //! `spec.healthCheckNodePort`, `spec.allocateLoadBalancerNodePorts`
 //! (`docs/semantics.md#messages`).
 
