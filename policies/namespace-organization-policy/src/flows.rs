@@ -169,7 +169,7 @@ fn owns(owned: &[&str]) -> String {
 /// only one). With L empty the default organization is read (the User object, only now, and
 /// only when `defaultOrganization` is configured) and written after the membership check
 /// (when `membership` is configured); with L set the User is not read and L needs
-/// membership. A failed read under `onLookupError: accept` skips the rule with a warning:
+/// membership — without `membership`, L must be the default (read only then). A failed read under `onLookupError: accept` skips the rule with a warning:
 /// nothing is written and no membership is assumed (README "Decisions").
 fn user(
     requester: Requester<'_>,
@@ -206,14 +206,32 @@ fn user(
                 )),
             };
         };
-        return Ok(Decision::refuse(
-            &target.path,
-            format!(
-                "requester {:?} is not an owner of tenant {org:?} ({})",
-                requester.username,
-                owns(owned)
-            ),
-        ));
+        let not_owner = format!(
+            "requester {:?} is not an owner of tenant {org:?} ({})",
+            requester.username,
+            owns(owned)
+        );
+        if settings.default_organization.is_none() {
+            return Ok(Decision::refuse(&target.path, not_owner));
+        }
+        // The requester's default is accepted as written (rule 8 writes it: idempotence).
+        return match default(lookups) {
+            Err(e) => {
+                skip_on_lookup_error(e, &target.path, on_error, &mut verdict)?;
+                Ok(Decision {
+                    verdict,
+                    write: None,
+                })
+            }
+            Ok(Some(d)) if d == org => Ok(Decision::default()),
+            Ok(d) => Ok(Decision::refuse(
+                &target.path,
+                format!(
+                    "{not_owner} nor its default organization (default: {})",
+                    d.map_or_else(|| "none".to_owned(), |d| format!("{d:?}"))
+                ),
+            )),
+        };
     };
     let not_member = |org: &str| {
         if owners {
