@@ -12,7 +12,7 @@ use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
 use tenancy_rules::organization::{
     DEFAULT_ANNOTATION, DEFAULT_LABEL, DefaultOrganization, OPENSHIFT_USER_API_VERSION, check_key,
 };
-use tenancy_rules::ownership::{Owners, PrefixField, RawOwner};
+use tenancy_rules::ownership::{Owners, PrefixField, RawOwners};
 
 /// The default Project annotation naming who requested the Project, `openshift.io/requester`.
 pub const DEFAULT_REQUESTER_ANNOTATION: &str = "openshift.io/requester";
@@ -70,7 +70,7 @@ pub struct RawMembership {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
     organization_label: Option<String>,
-    owners: Option<Vec<RawOwner>>,
+    owners: Option<RawOwners>,
     force_tenant_prefix: Option<bool>,
     default_organization: Option<RawDefaultOrganization>,
     membership: Option<RawMembership>,
@@ -274,8 +274,7 @@ impl Settings {
     pub fn forces_prefix(&self, tenant: &str) -> bool {
         self.owners
             .as_ref()
-            .and_then(|o| o.entry(tenant))
-            .and_then(|e| e.force_tenant_prefix)
+            .and_then(|o| o.force_tenant_prefix(tenant))
             .unwrap_or(self.force_tenant_prefix)
     }
 }

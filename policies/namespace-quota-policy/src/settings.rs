@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
 use tenancy_rules::organization::{DEFAULT_LABEL, DefaultOrganization, check_key};
-use tenancy_rules::ownership::{Owners, PrefixField, RawOwner};
+use tenancy_rules::ownership::{Owners, PrefixField, RawOwners};
 
 /// The default quota: 25 namespaces per organization (APPUiO production).
 pub const DEFAULT_QUOTA: u64 = 25;
@@ -163,7 +163,7 @@ pub struct RawSettings {
     overrides: Option<Overrides>,
     override_config_map: Option<RawOverrideConfigMap>,
     user_default_organization_annotation: Option<String>,
-    owners: Option<Vec<RawOwner>>,
+    owners: Option<RawOwners>,
     exempt_principals: Option<RawExemptPrincipals>,
     on_lookup_error: Option<OnLookupError>,
 }
