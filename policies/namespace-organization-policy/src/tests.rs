@@ -670,3 +670,41 @@ fn projects_use_owners_by_username_only() {
         format!("{TENANT}: requester \"bob\" owns no tenant")
     );
 }
+
+#[test]
+fn a_default_written_without_membership_is_accepted_again() {
+    // owners and the default, no membership: u owns nothing, acme is written unchecked and
+    // the written object is accepted (README rule 5, idempotence); another label is refused.
+    let settings = json!({"owners": [{"tenant": "solar", "users": ["alice"]}],
+        "defaultOrganization": {}});
+    let run = |object: Value| {
+        let payload = json!({
+            "request": {"kind": ns_kind(), "operation": "CREATE", "userInfo": {"username": "u"},
+                "object": object},
+            "settings": settings
+        });
+        evaluate::<NamespaceOrganizationPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut cluster(),
+        )
+    };
+    let r = run(namespace(json!({})));
+    let mutated = r.mutated_object.unwrap();
+    assert_eq!(
+        mutated["metadata"]["labels"]["appuio.io/organization"],
+        "acme"
+    );
+    let again = run(mutated);
+    assert!(
+        again.accepted && again.mutated_object.is_none(),
+        "{:?}",
+        again.message
+    );
+    let r = run(namespace(json!({"appuio.io/organization": "beta"})));
+    assert_eq!(
+        r.message.as_deref(),
+        Some(
+            r#"metadata.labels["appuio.io/organization"]: requester "u" is not an owner of tenant "beta" (owns no tenant) nor its default organization (default: "acme")"#
+        )
+    );
+}
