@@ -255,7 +255,7 @@ impl TryFrom<RawSettings> for Settings {
             exempt_principals,
             on_lookup_error: raw.on_lookup_error.unwrap_or_default(),
         };
-        // README "Settings": who may use an organization must be said.
+        // Who may use an organization must be said: by owners, by membership, or both.
         if settings.owners.is_none() && settings.membership.is_none() {
             return Err(SettingsError::new(
                 "",
