@@ -169,8 +169,9 @@ fn owns(owned: &[&str]) -> String {
 /// only one). With L empty the default organization is read (the User object, only now, and
 /// only when `defaultOrganization` is configured) and written after the membership check
 /// (when `membership` is configured); with L set the User is not read and L needs
-/// membership — without `membership`, L must be the default (read only then). A failed read under `onLookupError: accept` skips the rule with a warning:
-/// nothing is written and no membership is assumed (README "Decisions").
+/// membership — without `membership`, L must be the default (read only then). A failed read
+/// under `onLookupError: accept` skips the rule with a warning: nothing is written and no
+/// membership is assumed (README "Decisions").
 fn user(
     requester: Requester<'_>,
     owned: &[&str],
@@ -178,63 +179,96 @@ fn user(
     settings: &Settings,
     lookups: &mut Lookups<'_>,
 ) -> Result<Decision, PolicyError> {
-    let mut verdict = Verdict::accept();
-    let on_error = settings.on_lookup_error;
-    let owners = settings.owners.is_some();
-    // README rule 2: a Project's requester has no known groups.
-    let unprovable = requester.groups.is_none()
-        && matches!(settings.membership, Some(Membership::RequestGroups { .. }));
-    let default = |lookups: &mut Lookups<'_>| match &settings.default_organization {
+    match &settings.membership {
+        None => owners_only(requester, owned, target, settings, lookups),
+        Some(membership) => {
+            with_membership(requester, owned, membership, target, settings, lookups)
+        }
+    }
+}
+
+/// The requester's default organization, when `defaultOrganization` is configured.
+fn default_of(
+    requester: Requester<'_>,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+) -> Result<Option<String>, PolicyError> {
+    match &settings.default_organization {
         Some(source) => source.of(requester.username, lookups),
         None => Ok(None),
+    }
+}
+
+/// A failed lookup: rejected (500), or with `onLookupError: accept` the rule skipped with a
+/// warning and nothing written.
+fn skipped(
+    e: PolicyError,
+    target: &Target<'_>,
+    settings: &Settings,
+) -> Result<Decision, PolicyError> {
+    let mut verdict = Verdict::accept();
+    skip_on_lookup_error(e, &target.path, settings.on_lookup_error, &mut verdict)?;
+    Ok(Decision {
+        verdict,
+        write: None,
+    })
+}
+
+/// README rule 5 without `membership`: only owners prove that L may be used, and the
+/// requester's default (when configured) is written unchecked and accepted as written.
+fn owners_only(
+    requester: Requester<'_>,
+    owned: &[&str],
+    target: &Target<'_>,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+) -> Result<Decision, PolicyError> {
+    let default = match default_of(requester, settings, lookups) {
+        Err(e) => return skipped(e, target, settings),
+        Ok(default) => default,
     };
-    let Some(membership) = &settings.membership else {
-        // Only owners prove membership.
-        let Some(org) = target.organization else {
-            return match default(lookups) {
-                Err(e) => {
-                    skip_on_lookup_error(e, &target.path, on_error, &mut verdict)?;
-                    Ok(Decision {
-                        verdict,
-                        write: None,
-                    })
-                }
-                Ok(Some(org)) => Ok(Decision::write(&org)),
-                Ok(None) => Ok(Decision::refuse(
-                    &target.path,
-                    no_tenant(requester, settings),
-                )),
-            };
-        };
-        let not_owner = format!(
-            "requester {:?} is not an owner of tenant {org:?} ({})",
-            requester.username,
-            owns(owned)
-        );
-        if settings.default_organization.is_none() {
-            return Ok(Decision::refuse(&target.path, not_owner));
-        }
-        // The requester's default is accepted as written (rule 8 writes it: idempotence).
-        return match default(lookups) {
-            Err(e) => {
-                skip_on_lookup_error(e, &target.path, on_error, &mut verdict)?;
-                Ok(Decision {
-                    verdict,
-                    write: None,
-                })
-            }
-            Ok(Some(d)) if d == org => Ok(Decision::default()),
-            Ok(d) => Ok(Decision::refuse(
-                &target.path,
-                format!(
-                    "{not_owner} nor its default organization (default: {})",
-                    d.map_or_else(|| "none".to_owned(), |d| format!("{d:?}"))
-                ),
-            )),
-        };
+    let Some(org) = target.organization else {
+        return Ok(match default {
+            Some(org) => Decision::write(&org),
+            None => Decision::refuse(&target.path, no_tenant(requester, settings)),
+        });
     };
+    let not_owner = format!(
+        "requester {:?} is not an owner of tenant {org:?} ({})",
+        requester.username,
+        owns(owned)
+    );
+    if settings.default_organization.is_none() {
+        return Ok(Decision::refuse(&target.path, not_owner));
+    }
+    // The requester's default is accepted as written (rule 8 writes it: idempotence).
+    Ok(match default {
+        Some(d) if d == org => Decision::default(),
+        d => Decision::refuse(
+            &target.path,
+            format!(
+                "{not_owner} nor its default organization (default: {})",
+                d.map_or_else(|| "none".to_owned(), |d| format!("{d:?}"))
+            ),
+        ),
+    })
+}
+
+/// README rule 5 with `membership`: L, or the default written when L is empty, must be an
+/// organization the requester is a member of (a Project's requester under `RequestGroups`:
+/// its default only, README rule 2).
+fn with_membership(
+    requester: Requester<'_>,
+    owned: &[&str],
+    membership: &Membership,
+    target: &Target<'_>,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+) -> Result<Decision, PolicyError> {
+    let unprovable =
+        requester.groups.is_none() && matches!(membership, Membership::RequestGroups { .. });
     let not_member = |org: &str| {
-        if owners {
+        if settings.owners.is_some() {
             format!(
                 "requester {:?} is not an owner of tenant {org:?} ({}) nor a member of organization {org:?}",
                 requester.username,
@@ -247,56 +281,32 @@ fn user(
             )
         }
     };
-    match target.organization {
-        Some(org) if unprovable => match default(lookups) {
-            Err(e) => skip_on_lookup_error(e, &target.path, on_error, &mut verdict)?,
-            Ok(Some(d)) if d == org => {}
-            Ok(d) => verdict.violation(&target.path, unprovable_problem(requester, org, d)),
-        },
-        Some(org) => match is_member(requester, org, membership, lookups) {
-            Err(e) => skip_on_lookup_error(e, &target.path, on_error, &mut verdict)?,
-            Ok(true) => {}
-            Ok(false) => verdict.violation(&target.path, not_member(org)),
-        },
-        None => {
-            let org = match default(lookups) {
-                Err(e) => {
-                    skip_on_lookup_error(e, &target.path, on_error, &mut verdict)?;
-                    return Ok(Decision {
-                        verdict,
-                        write: None,
-                    });
-                }
-                Ok(None) => {
-                    return Ok(Decision::refuse(
-                        &target.path,
-                        no_tenant(requester, settings),
-                    ));
-                }
-                Ok(Some(org)) => org,
-            };
-            if !unprovable {
-                match is_member(requester, &org, membership, lookups) {
-                    Err(e) => {
-                        skip_on_lookup_error(e, &target.path, on_error, &mut verdict)?;
-                        return Ok(Decision {
-                            verdict,
-                            write: None,
-                        });
-                    }
-                    Ok(true) => {}
-                    Ok(false) => return Ok(Decision::refuse(&target.path, not_member(&org))),
-                }
-            }
-            return Ok(Decision {
-                verdict,
-                write: Some(org),
+    let (org, write) = match target.organization {
+        Some(org) if unprovable => {
+            return Ok(match default_of(requester, settings, lookups) {
+                Err(e) => return skipped(e, target, settings),
+                Ok(Some(d)) if d == org => Decision::default(),
+                Ok(d) => Decision::refuse(&target.path, unprovable_problem(requester, org, d)),
             });
         }
-    }
-    Ok(Decision {
-        verdict,
-        write: None,
+        Some(org) => (org.to_owned(), false),
+        None => match default_of(requester, settings, lookups) {
+            Err(e) => return skipped(e, target, settings),
+            Ok(None) => {
+                return Ok(Decision::refuse(
+                    &target.path,
+                    no_tenant(requester, settings),
+                ));
+            }
+            Ok(Some(org)) if unprovable => return Ok(Decision::write(&org)),
+            Ok(Some(org)) => (org, true),
+        },
+    };
+    Ok(match is_member(requester, &org, membership, lookups) {
+        Err(e) => return skipped(e, target, settings),
+        Ok(false) => Decision::refuse(&target.path, not_member(&org)),
+        Ok(true) if write => Decision::write(&org),
+        Ok(true) => Decision::default(),
     })
 }
 

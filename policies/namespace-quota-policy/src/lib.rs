@@ -68,6 +68,60 @@ impl Policy for NamespaceQuotaPolicy {
     }
 }
 
+/// README rule 1: the target's organization — its label, else the requester's only owned
+/// tenant, else its default organization (read only then, and only when configured).
+/// `None` when there is none, with the violation or the skipped lookup's warning in
+/// `verdict`.
+fn organization<'t>(
+    target: &Target<'t>,
+    user: &'t UserInfo,
+    settings: &'t Settings,
+    lookups: &mut Lookups<'_>,
+    verdict: &mut Verdict,
+) -> Result<Option<Cow<'t, str>>, PolicyError> {
+    let username = user.username.as_str();
+    let owned = match target.source {
+        Source::Label(org) => return Ok(Some(Cow::Borrowed(org))),
+        Source::Requester => settings.owners.tenants_of(username, Some(&user.groups)),
+    };
+    if let [only] = owned.as_slice() {
+        return Ok(Some(Cow::Borrowed(*only)));
+    }
+    if !owned.is_empty() {
+        verdict.violation(
+            &target.missing_path,
+            format!(
+                "requester {username:?} owns several tenants ({}); {}",
+                message::join(owned.iter()),
+                target.choose
+            ),
+        );
+        return Ok(None);
+    }
+    let default = match &settings.default_organization {
+        Some(source) => source.of(username, lookups),
+        None => Ok(None),
+    };
+    match default {
+        Ok(Some(org)) => Ok(Some(Cow::Owned(org))),
+        Ok(None) => {
+            let problem = if settings.owners.is_empty() {
+                format!("no organization label and no default organization for user {username:?}")
+            } else {
+                format!(
+                    "no organization label; requester {username:?} owns no tenant and has no default organization"
+                )
+            };
+            verdict.violation(&target.missing_path, problem);
+            Ok(None)
+        }
+        Err(e) => {
+            skip_on_lookup_error(e, &target.path, settings.on_lookup_error, verdict)?;
+            Ok(None)
+        }
+    }
+}
+
 /// README rules 1–4 for one target: its organization (its label, the requester's only owned
 /// tenant or default organization), the organization's limit and count.
 /// A failed lookup rejects (500) or, with `onLookupError: accept`, skips the check with a
@@ -80,50 +134,9 @@ pub fn judge(
 ) -> Result<Verdict, PolicyError> {
     let mut verdict = Verdict::accept();
     let on_error = settings.on_lookup_error;
-    let username = user.username.as_str();
-    // Rule 1: the label, else the requester's only tenant, else its default organization.
-    let owned = match target.source {
-        Source::Label(_) => Vec::new(),
-        Source::Requester => settings.owners.tenants_of(username, Some(&user.groups)),
-    };
-    let default = |lookups: &mut Lookups<'_>| match &settings.default_organization {
-        Some(source) => source.of(username, lookups),
-        None => Ok(None),
-    };
-    let org = match (target.source.clone(), owned.as_slice()) {
-        (Source::Label(org), _) => Cow::Borrowed(org),
-        (Source::Requester, [only]) => Cow::Borrowed(*only),
-        (Source::Requester, [_, _, ..]) => {
-            verdict.violation(
-                &target.missing_path,
-                format!(
-                    "requester {username:?} owns several tenants ({}); {}",
-                    message::join(owned.iter()),
-                    target.choose
-                ),
-            );
-            return Ok(verdict);
-        }
-        (Source::Requester, []) => match default(lookups) {
-            Ok(Some(org)) => Cow::Owned(org),
-            Ok(None) => {
-                let problem = if settings.owners.is_empty() {
-                    format!(
-                        "no organization label and no default organization for user {username:?}"
-                    )
-                } else {
-                    format!(
-                        "no organization label; requester {username:?} owns no tenant and has no default organization"
-                    )
-                };
-                verdict.violation(&target.missing_path, problem);
-                return Ok(verdict);
-            }
-            Err(e) => {
-                skip_on_lookup_error(e, &target.path, on_error, &mut verdict)?;
-                return Ok(verdict);
-            }
-        },
+    // Rule 1.
+    let Some(org) = organization(target, user, settings, lookups, &mut verdict)? else {
+        return Ok(verdict);
     };
     if !is_label_value(&org) {
         // Never a label the count could select by (a comma would add selector terms).
