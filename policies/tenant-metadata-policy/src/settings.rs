@@ -1,0 +1,633 @@
+//! Settings of tenant-metadata-policy (README "Settings").
+
+use std::collections::HashSet;
+use std::fmt;
+
+use kube_values::labels::{is_annotation_key, is_label_key, is_label_value};
+use policy_decode::SettingsError;
+use policy_decode::matcher::{OneOrMany, StringMatcher, regexes};
+use policy_decode::message::bracketed;
+use policy_decode::names::NameList;
+use policy_decode::settings::{Validated, is_reread, no_duplicate_names};
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+/// The settings as written (decoded strictly; validated by `Settings::try_from`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSettings {
+    #[serde(default)]
+    rules: Option<Vec<RawRule>>,
+}
+
+/// One rule as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawRule {
+    #[serde(default)]
+    kinds: Option<Vec<String>>,
+    #[serde(default)]
+    api_groups: Option<Vec<String>>,
+    #[serde(default)]
+    labels: Option<KeyMap>,
+    #[serde(default)]
+    annotations: Option<KeyMap>,
+}
+
+/// What one label or annotation key gets, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawKeyRule {
+    #[serde(default)]
+    managed: Option<String>,
+    #[serde(default)]
+    default: Option<String>,
+    #[serde(default)]
+    required: Option<bool>,
+    #[serde(default)]
+    allowed: Option<NameList>,
+    #[serde(default)]
+    allowed_regex: Option<OneOrMany>,
+    #[serde(default)]
+    denied: Option<NameList>,
+    #[serde(default)]
+    denied_regex: Option<OneOrMany>,
+}
+
+/// A map of keys to their rules, kept in document order (the order writes and messages follow).
+#[derive(Debug, Default)]
+struct KeyMap(Vec<(String, RawKeyRule)>);
+
+impl<'de> Deserialize<'de> for KeyMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct MapVisitor;
+
+        impl<'de> Visitor<'de> for MapVisitor {
+            type Value = KeyMap;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of keys to their rules")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KeyMap, A::Error> {
+                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(1));
+                while let Some(pair) = map.next_entry::<String, RawKeyRule>()? {
+                    pairs.push(pair);
+                }
+                Ok(KeyMap(pairs))
+            }
+        }
+
+        d.deserialize_map(MapVisitor)
+    }
+}
+
+/// Which metadata map a key belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    /// `metadata.labels`.
+    Labels,
+    /// `metadata.annotations`.
+    Annotations,
+}
+
+impl MapKind {
+    /// The field name (`labels`).
+    pub fn field(self) -> &'static str {
+        match self {
+            MapKind::Labels => "labels",
+            MapKind::Annotations => "annotations",
+        }
+    }
+
+    /// The noun in messages (`label`).
+    pub fn noun(self) -> &'static str {
+        match self {
+            MapKind::Labels => "label",
+            MapKind::Annotations => "annotation",
+        }
+    }
+}
+
+/// The Kinds a rule applies to (README rule 1).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kinds {
+    /// `"*"`: every kind.
+    Any,
+    /// These Kind names (exact, as in `request.kind.kind`).
+    Named(HashSet<String>),
+}
+
+/// The API groups and versions a rule applies to (README rule 1), in Capsule's forms.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ApiGroups {
+    /// `"*"`: every group and version.
+    pub any: bool,
+    /// Groups matched at any version (`apps`).
+    pub groups: HashSet<String>,
+    /// Exact group and version pairs (`apps/v1`; core `v1` is `("", "v1")`).
+    pub versions: HashSet<(String, String)>,
+}
+
+impl ApiGroups {
+    /// Whether a request of `group`/`version` is covered.
+    pub fn matches(&self, group: &str, version: &str) -> bool {
+        self.any
+            || self.groups.contains(group)
+            || self
+                .versions
+                .contains(&(group.to_owned(), version.to_owned()))
+    }
+
+    /// Reads `apiGroups`: absent, `[]`, `[""]`, `["v1"]` are core `v1`; `"*"` is everything;
+    /// `group` any version of it; `group/version` that version only.
+    fn build(path: &str, raw: Option<Vec<String>>) -> Result<Self, SettingsError> {
+        let mut out = ApiGroups::default();
+        let entries = raw.unwrap_or_default();
+        if entries.is_empty() {
+            out.versions.insert((String::new(), "v1".to_owned()));
+        }
+        for (i, entry) in entries.into_iter().enumerate() {
+            let at = || format!("{path}[{i}]");
+            match entry.as_str() {
+                "*" => out.any = true,
+                "" | "v1" => {
+                    out.versions.insert((String::new(), "v1".to_owned()));
+                }
+                _ => match entry.split_once('/') {
+                    Some((group, version)) => {
+                        if !is_reread() && (!is_group(group) || !is_version(version)) {
+                            return Err(SettingsError::new(
+                                at(),
+                                format!("{entry:?} is not an API group or group/version (write \"apps\", \"apps/v1\", \"v1\" or \"*\")"),
+                            ));
+                        }
+                        out.versions.insert((group.to_owned(), version.to_owned()));
+                    }
+                    None => {
+                        if !is_reread() && !is_group(&entry) {
+                            return Err(SettingsError::new(
+                                at(),
+                                format!("{entry:?} is not an API group or group/version (write \"apps\", \"apps/v1\", \"v1\" or \"*\")"),
+                            ));
+                        }
+                        out.groups.insert(entry);
+                    }
+                },
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// An API group name: a DNS subdomain (`apps`, `gateway.networking.k8s.io`).
+fn is_group(s: &str) -> bool {
+    kube_values::labels::is_dns_subdomain(s)
+}
+
+/// An API version: lower-case letters and digits starting with `v` (`v1`, `v1beta1`).
+fn is_version(s: &str) -> bool {
+    s.starts_with('v')
+        && s.len() > 1
+        && s
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+/// A Kind name: an ASCII letter upper-case first, then letters and digits (`Pod`, `HTTPRoute`).
+fn is_kind(s: &str) -> bool {
+    s.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// What the policy writes for a key (README rules 2 and 3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Write {
+    /// Written on CREATE and UPDATE when absent or different.
+    Managed(String),
+    /// Written on CREATE only, when absent.
+    Default(String),
+}
+
+/// A value list: exact values and full-match regexes, with how messages show them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Values {
+    /// The values and regexes.
+    pub matcher: StringMatcher,
+}
+
+impl Values {
+    /// Builds from `names` and `regex`; `field` is `allowed` or `denied` (path of the list).
+    fn build(
+        path: &str,
+        field: &str,
+        names: Option<NameList>,
+        regex: Option<OneOrMany>,
+    ) -> Result<Option<Self>, SettingsError> {
+        if names.is_none() && regex.is_none() {
+            return Ok(None);
+        }
+        let names = names.unwrap_or_default();
+        no_duplicate_names(&format!("{path}.{field}"), &names)?;
+        let regex_path = format!("{path}.{field}Regex");
+        let compiled = match regex {
+            None => Vec::new(),
+            Some(OneOrMany::One(pattern)) => regexes(&regex_path, &[pattern])
+                .map_err(|e| SettingsError::new(&regex_path, e.problem))?,
+            Some(OneOrMany::Many(patterns)) => regexes(&regex_path, &patterns)?,
+        };
+        Ok(Some(Values {
+            matcher: StringMatcher::new(names, compiled),
+        }))
+    }
+
+    /// Whether `value` is listed or fully matches a regex.
+    pub fn matches(&self, value: &str) -> bool {
+        self.matcher.matches(value)
+    }
+
+    /// `allowed: [a, b], allowedRegex: [x.*]` (`field` is `allowed` or `denied`); an empty
+    /// part is left out, the lists cut after their first 20 entries.
+    pub fn describe(&self, field: &str) -> String {
+        let mut parts = Vec::new();
+        let names = self.matcher.names();
+        if !names.is_empty() {
+            parts.push(format!("{field}: {}", bracketed(names.iter())));
+        }
+        let regexes = self.matcher.regex_list();
+        if !regexes.is_empty() {
+            parts.push(format!(
+                "{field}Regex: {}",
+                bracketed(regexes.iter().map(|r| r.pattern()))
+            ));
+        }
+        parts.join(", ")
+    }
+}
+
+/// What one label or annotation key gets (README rules 2–5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyRule {
+    /// The key.
+    pub key: String,
+    /// The value written, if any.
+    pub write: Option<Write>,
+    /// Whether the key must be present.
+    pub required: bool,
+    /// The values allowed (exact and regexes), if restricted.
+    pub allowed: Option<Values>,
+    /// The values denied (exact and regexes), if any.
+    pub denied: Option<Values>,
+}
+
+impl KeyRule {
+    /// Validates the rule of `key` at settings path `path` (`rules[0].labels["team"]`).
+    fn build(path: &str, map: MapKind, key: String, raw: RawKeyRule) -> Result<Self, SettingsError> {
+        let write = match (raw.managed, raw.default) {
+            (Some(_), Some(_)) => {
+                return Err(SettingsError::new(
+                    path,
+                    "managed and default together: managed is written on every CREATE and UPDATE, default only when the key is absent on CREATE; give one",
+                ));
+            }
+            (Some(v), None) => Some(Write::Managed(v)),
+            (None, Some(v)) => Some(Write::Default(v)),
+            (None, None) => None,
+        };
+        let allowed = Values::build(path, "allowed", raw.allowed, raw.allowed_regex)?;
+        let denied = Values::build(path, "denied", raw.denied, raw.denied_regex)?;
+        let rule = KeyRule {
+            key,
+            write,
+            required: raw.required.unwrap_or(false),
+            allowed,
+            denied,
+        };
+        if !is_reread() {
+            rule.check(path, map)?;
+        }
+        Ok(rule)
+    }
+
+    /// The checks that cannot change a verdict of settings that passed them once.
+    fn check(&self, path: &str, map: MapKind) -> Result<(), SettingsError> {
+        if self.write.is_none() && !self.required && self.allowed.is_none() && self.denied.is_none()
+        {
+            return Err(SettingsError::new(
+                path,
+                "give managed, default, required, allowed, allowedRegex, denied or deniedRegex (an empty rule does nothing)",
+            ));
+        }
+        if let Some(allowed) = &self.allowed
+            && allowed.matcher.is_empty()
+        {
+            return Err(SettingsError::new(
+                format!("{path}.allowed"),
+                "an empty list allows no value: list the allowed values, or leave allowed out",
+            ));
+        }
+        if let Some(write) = &self.write {
+            let (field, value) = match write {
+                Write::Managed(v) => ("managed", v),
+                Write::Default(v) => ("default", v),
+            };
+            let at = format!("{path}.{field}");
+            if map == MapKind::Labels && !is_label_value(value) {
+                return Err(SettingsError::new(
+                    at,
+                    format!("{value:?} is not a valid label value"),
+                ));
+            }
+            if let Some(problem) = self.refusal(value) {
+                return Err(SettingsError::new(
+                    at,
+                    format!("{problem}: the policy would refuse the value it writes"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Why `value` is refused by the key's own value lists (`None`: allowed). Messages list
+    /// the first problem only; [`crate`] reports each list separately.
+    pub fn refusal(&self, value: &str) -> Option<String> {
+        if let Some(allowed) = &self.allowed
+            && !allowed.matches(value)
+        {
+            return Some(format!(
+                "{value:?} is not allowed; {}",
+                allowed.describe("allowed")
+            ));
+        }
+        if let Some(denied) = &self.denied
+            && denied.matches(value)
+        {
+            return Some(format!("{value:?} is denied; {}", denied.describe("denied")));
+        }
+        None
+    }
+}
+
+/// One rule: where it applies, and what its keys get.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    /// The Kinds.
+    pub kinds: Kinds,
+    /// The API groups and versions.
+    pub api_groups: ApiGroups,
+    /// The label keys, in settings order.
+    pub labels: Vec<KeyRule>,
+    /// The annotation keys, in settings order.
+    pub annotations: Vec<KeyRule>,
+}
+
+impl Rule {
+    /// Whether the rule applies to a request of `group`/`version` `kind` (README rule 1).
+    pub fn applies(&self, group: &str, version: &str, kind: &str) -> bool {
+        let kind_matches = match &self.kinds {
+            Kinds::Any => true,
+            Kinds::Named(names) => names.contains(kind),
+        };
+        kind_matches && self.api_groups.matches(group, version)
+    }
+
+    /// The key rules of `map`.
+    pub fn keys(&self, map: MapKind) -> &[KeyRule] {
+        match map {
+            MapKind::Labels => &self.labels,
+            MapKind::Annotations => &self.annotations,
+        }
+    }
+
+    fn build(path: &str, raw: RawRule) -> Result<Self, SettingsError> {
+        let kinds = match raw.kinds {
+            None => {
+                return Err(SettingsError::new(
+                    format!("{path}.kinds"),
+                    "missing: list the Kinds the rule applies to (\"*\" for every kind)",
+                ));
+            }
+            Some(kinds) if kinds.is_empty() => {
+                return Err(SettingsError::new(
+                    format!("{path}.kinds"),
+                    "must not be empty: list the Kinds the rule applies to (\"*\" for every kind)",
+                ));
+            }
+            Some(kinds) => {
+                if !is_reread() {
+                    for (i, kind) in kinds.iter().enumerate() {
+                        if kind != "*" && !is_kind(kind) {
+                            return Err(SettingsError::new(
+                                format!("{path}.kinds[{i}]"),
+                                format!("{kind:?} is not a Kind: write it as in kind.kind (Pod, Deployment), or \"*\" for every kind"),
+                            ));
+                        }
+                    }
+                    no_duplicate_names(&format!("{path}.kinds"), &kinds.clone().into())?;
+                }
+                if kinds.iter().any(|k| k == "*") {
+                    Kinds::Any
+                } else {
+                    Kinds::Named(kinds.into_iter().collect())
+                }
+            }
+        };
+        let api_groups = ApiGroups::build(&format!("{path}.apiGroups"), raw.api_groups)?;
+        if raw.labels.is_none() && raw.annotations.is_none() {
+            return Err(SettingsError::new(
+                path,
+                "give labels or annotations (a rule without keys does nothing)",
+            ));
+        }
+        let labels = key_rules(path, MapKind::Labels, raw.labels)?;
+        let annotations = key_rules(path, MapKind::Annotations, raw.annotations)?;
+        Ok(Rule {
+            kinds,
+            api_groups,
+            labels,
+            annotations,
+        })
+    }
+}
+
+/// The key rules of one map of a rule, keys checked (label keys; annotation keys lower-cased
+/// first, as the API server checks them) and each listed once.
+fn key_rules(path: &str, map: MapKind, raw: Option<KeyMap>) -> Result<Vec<KeyRule>, SettingsError> {
+    let pairs = raw.unwrap_or_default().0;
+    let mut seen = HashSet::with_capacity(if is_reread() { 0 } else { pairs.len() });
+    let mut out = Vec::with_capacity(pairs.len());
+    for (key, raw) in pairs {
+        let at = format!("{path}.{}[{key:?}]", map.field());
+        if !is_reread() {
+            let valid = match map {
+                MapKind::Labels => is_label_key(&key),
+                MapKind::Annotations => is_annotation_key(&key),
+            };
+            if !valid {
+                return Err(SettingsError::new(
+                    at,
+                    format!("{key:?} is not a valid {} key", map.noun()),
+                ));
+            }
+            if !seen.insert(key.clone()) {
+                return Err(SettingsError::new(at, "duplicate key"));
+            }
+        }
+        out.push(KeyRule::build(&at, map, key, raw)?);
+    }
+    Ok(out)
+}
+
+/// Validated settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// The rules, in settings order.
+    pub rules: Vec<Rule>,
+}
+
+impl Validated for Settings {
+    type Written = RawSettings;
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = SettingsError;
+
+    fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
+        let rules = match raw.rules {
+            None => {
+                return Err(SettingsError::new(
+                    "rules",
+                    "missing: list at least one rule ({kinds, labels | annotations})",
+                ));
+            }
+            Some(rules) if rules.is_empty() => {
+                return Err(SettingsError::new(
+                    "rules",
+                    "must not be empty: list at least one rule ({kinds, labels | annotations})",
+                ));
+            }
+            Some(rules) => rules,
+        };
+        let rules = rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, rule)| Rule::build(&format!("rules[{i}]"), rule))
+            .collect::<Result<_, _>>()?;
+        Ok(Settings { rules })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )]
+    use super::*;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    fn one(rule: Value) -> Value {
+        json!({"rules": [rule]})
+    }
+
+    #[rstest]
+    #[case(json!({}), "rules: missing")]
+    #[case(Value::Null, "rules: missing")]
+    #[case(json!({"rules": []}), "rules: must not be empty")]
+    #[case(json!({"rules": null}), "rules: invalid type: null")]
+    #[case(json!({"rule": []}), "rule: unknown field `rule`")]
+    #[case(one(json!({"labels": {"a": {"required": true}}})), "rules[0].kinds: missing")]
+    #[case(one(json!({"kinds": [], "labels": {"a": {"required": true}}})), "rules[0].kinds: must not be empty")]
+    #[case(one(json!({"kinds": ["pods"], "labels": {"a": {"required": true}}})), "rules[0].kinds[0]: \"pods\" is not a Kind")]
+    #[case(one(json!({"kinds": ["Pod", "Pod"], "labels": {"a": {"required": true}}})), "rules[0].kinds[1]: duplicate entry \"Pod\"")]
+    #[case(one(json!({"kinds": ["Pod"]})), "rules[0]: give labels or annotations")]
+    #[case(one(json!({"kinds": ["Pod"], "apiGroups": ["apps/"], "labels": {"a": {"required": true}}})), "rules[0].apiGroups[0]: \"apps/\" is not an API group")]
+    #[case(one(json!({"kinds": ["Pod"], "apiGroups": ["Apps"], "labels": {"a": {"required": true}}})), "rules[0].apiGroups[0]: \"Apps\" is not an API group")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"managed": "x", "default": "y"}}})), "rules[0].labels[\"a\"]: managed and default together")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"bad key": {"required": true}}})), "rules[0].labels[\"bad key\"]: \"bad key\" is not a valid label key")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"Acme.io/x": {"required": true}}})), "rules[0].labels[\"Acme.io/x\"]: \"Acme.io/x\" is not a valid label key")]
+    #[case(one(json!({"kinds": ["Pod"], "annotations": {"a b": {"required": true}}})), "rules[0].annotations[\"a b\"]: \"a b\" is not a valid annotation key")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {}}})), "rules[0].labels[\"a\"]: give managed, default, required")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"allowed": []}}})), "rules[0].labels[\"a\"].allowed: an empty list allows no value")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"allowedRegex": "("}}})), "rules[0].labels[\"a\"].allowedRegex: invalid regex \"(\"")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"deniedRegex": ["x", "a)|(b"]}}})), "rules[0].labels[\"a\"].deniedRegex[1]: invalid regex \"a)|(b\"")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"denied": ["x", "x"]}}})), "rules[0].labels[\"a\"].denied[1]: duplicate entry \"x\"")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"managed": "not valid"}}})), "rules[0].labels[\"a\"].managed: \"not valid\" is not a valid label value")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"default": "qa", "allowed": ["prod"]}}})), "rules[0].labels[\"a\"].default: \"qa\" is not allowed; allowed: [prod]: the policy would refuse the value it writes")]
+    #[case(one(json!({"kinds": ["Pod"], "annotations": {"a": {"managed": "x-tmp", "deniedRegex": ".*-tmp"}}})), "rules[0].annotations[\"a\"].managed: \"x-tmp\" is denied; deniedRegex: [.*-tmp]")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"required": true, "values": []}}})), "rules[0].labels.a.values: unknown field `values`")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"managed": null}}})), "rules[0].labels.a.managed: invalid type: null")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"required": "yes"}}})), "rules[0].labels.a.required: invalid type: string")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": ["a"]})), "rules[0].labels: invalid type: sequence")]
+    fn refused(#[case] raw: Value, #[case] message: &str) {
+        let err = Settings::parse(&raw).unwrap_err().to_string();
+        assert!(err.starts_with(message), "{err}");
+    }
+
+    #[test]
+    fn api_group_forms() {
+        let groups = |g: Value| {
+            let s = Settings::parse(&one(
+                json!({"kinds": ["*"], "apiGroups": g, "labels": {"a": {"required": true}}}),
+            ))
+            .unwrap();
+            s.rules[0].api_groups.clone()
+        };
+        for core in [json!([]), json!([""]), json!(["v1"]), Value::Null] {
+            let g = if core.is_null() {
+                let s = Settings::parse(&one(
+                    json!({"kinds": ["*"], "labels": {"a": {"required": true}}}),
+                ))
+                .unwrap();
+                s.rules[0].api_groups.clone()
+            } else {
+                groups(core)
+            };
+            assert!(g.matches("", "v1"));
+            assert!(!g.matches("", "v2") && !g.matches("apps", "v1"));
+        }
+        let g = groups(json!(["apps", "batch/v1"]));
+        assert!(g.matches("apps", "v1") && g.matches("apps", "v1beta2"));
+        assert!(g.matches("batch", "v1") && !g.matches("batch", "v1beta1"));
+        assert!(!g.matches("", "v1"));
+        let g = groups(json!(["*"]));
+        assert!(g.matches("", "v1") && g.matches("example.io", "v3alpha1"));
+    }
+
+    #[test]
+    fn kinds_and_keys_keep_their_order() {
+        let s = Settings::parse(&json!({"rules": [
+            {"kinds": ["Pod", "Service"], "labels": {"z": {"required": true}, "a": {"managed": "x"}},
+             "annotations": {"Example.com/Note": {"default": "any text"}}},
+            {"kinds": ["*"], "apiGroups": ["*"], "labels": {"team": {"allowed": ["prod"], "allowedRegex": "v[0-9]+"}}}
+        ]}))
+        .unwrap();
+        let keys: Vec<&str> = s.rules[0].labels.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(keys, ["z", "a"]);
+        assert!(s.rules[0].applies("", "v1", "Service"));
+        assert!(!s.rules[0].applies("", "v1", "ConfigMap"));
+        assert!(s.rules[1].applies("apps", "v1", "Deployment"));
+        assert_eq!(
+            s.rules[0].annotations[0].write,
+            Some(Write::Default("any text".into()))
+        );
+        let team = &s.rules[1].labels[0];
+        assert_eq!(team.refusal("v2"), None);
+        assert_eq!(
+            team.refusal("qa").as_deref(),
+            Some("\"qa\" is not allowed; allowed: [prod], allowedRegex: [v[0-9]+]")
+        );
+    }
+
+    #[test]
+    fn reread_skips_syntax_checks_only() {
+        let raw = one(json!({"kinds": ["pods", "pods"], "labels": {"bad key": {"managed": "bad value"}}}));
+        assert!(Settings::parse(&raw).is_err());
+        assert!(policy_decode::settings::reread(|| Settings::parse(&raw)).is_ok());
+        let raw = one(json!({"kinds": ["Pod"], "labels": {"a": {"managed": "x", "default": "y"}}}));
+        assert!(policy_decode::settings::reread(|| Settings::parse(&raw)).is_err());
+    }
+}
