@@ -433,7 +433,8 @@ impl Rule {
             }
         };
         let api_groups = ApiGroups::build(&format!("{path}.apiGroups"), raw.api_groups)?;
-        if raw.labels.is_none() && raw.annotations.is_none() {
+        let no_keys = |m: &Option<KeyMap>| m.as_ref().is_none_or(|m| m.0.is_empty());
+        if no_keys(&raw.labels) && no_keys(&raw.annotations) {
             return Err(SettingsError::new(
                 path,
                 "give labels or annotations (a rule without keys does nothing)",
@@ -544,6 +545,7 @@ mod tests {
     #[case(one(json!({"kinds": ["pods"], "labels": {"a": {"required": true}}})), "rules[0].kinds[0]: \"pods\" is not a Kind")]
     #[case(one(json!({"kinds": ["Pod", "Pod"], "labels": {"a": {"required": true}}})), "rules[0].kinds[1]: duplicate entry \"Pod\"")]
     #[case(one(json!({"kinds": ["Pod"]})), "rules[0]: give labels or annotations")]
+    #[case(one(json!({"kinds": ["Pod"], "labels": {}, "annotations": {}})), "rules[0]: give labels or annotations")]
     #[case(one(json!({"kinds": ["Pod"], "apiGroups": ["apps/"], "labels": {"a": {"required": true}}})), "rules[0].apiGroups[0]: \"apps/\" is not an API group")]
     #[case(one(json!({"kinds": ["Pod"], "apiGroups": ["Apps"], "labels": {"a": {"required": true}}})), "rules[0].apiGroups[0]: \"Apps\" is not an API group")]
     #[case(one(json!({"kinds": ["Pod"], "labels": {"a": {"managed": "x", "default": "y"}}})), "rules[0].labels[\"a\"]: managed and default together")]
