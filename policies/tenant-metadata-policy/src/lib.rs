@@ -35,7 +35,10 @@ impl Policy for TenantMetadataPolicy {
     ) -> Result<Verdict, PolicyError> {
         // README rule 1: main resources only; status and other subresources never change
         // labels or annotations (the API server keeps the stored ones).
-        let subresource = request.sub_resource.as_deref().is_some_and(|s| !s.is_empty());
+        let subresource = request
+            .sub_resource
+            .as_deref()
+            .is_some_and(|s| !s.is_empty());
         if subresource || !Self::OPERATIONS.contains(&request.operation) {
             return Ok(Verdict::accept());
         }
@@ -109,10 +112,7 @@ fn write<'a>(
     for rule in rules {
         for key_rule in rule.keys(map) {
             let key = key_rule.key.as_str();
-            let current = written
-                .get(key)
-                .copied()
-                .or_else(|| value_of(found, key));
+            let current = written.get(key).copied().or_else(|| value_of(found, key));
             let value = match &key_rule.write {
                 Some(Write::Managed(v)) if current != Some(v.as_str()) => v.as_str(),
                 Some(Write::Default(v)) if create && current.is_none() => v.as_str(),
@@ -145,14 +145,14 @@ fn check(
             {
                 continue;
             }
-            let at = path.key(key);
+            // the path is written out only for a violation (settings may list 10,000 keys)
             match value {
                 None if key_rule.required => violations.push(Violation {
-                    path: at,
+                    path: path.key(key),
                     problem: format!("required {} is missing", map.noun()),
                 }),
                 None => {}
-                Some(value) => judge_value(key_rule, value, &at, violations),
+                Some(value) => judge_value(key_rule, value, &path, violations),
             }
         }
     }
@@ -160,23 +160,20 @@ fn check(
 
 /// README rule 4: a value outside `allowed`/`allowedRegex`, or inside `denied`/`deniedRegex`;
 /// both are reported when both apply.
-fn judge_value(key_rule: &KeyRule, value: &str, at: &FieldPath, violations: &mut Vec<Violation>) {
+fn judge_value(key_rule: &KeyRule, value: &str, map: &FieldPath, violations: &mut Vec<Violation>) {
     if let Some(allowed) = &key_rule.allowed
         && !allowed.matches(value)
     {
         violations.push(Violation {
-            path: at.clone(),
-            problem: format!(
-                "{value:?} is not allowed; {}",
-                allowed.describe("allowed")
-            ),
+            path: map.key(&key_rule.key),
+            problem: format!("{value:?} is not allowed; {}", allowed.describe("allowed")),
         });
     }
     if let Some(denied) = &key_rule.denied
         && denied.matches(value)
     {
         violations.push(Violation {
-            path: at.clone(),
+            path: map.key(&key_rule.key),
             problem: format!("{value:?} is denied; {}", denied.describe("denied")),
         });
     }
@@ -271,10 +268,19 @@ mod tests {
         let settings = json!({"rules": [{"kinds": ["Pod"], "labels": {
             "team": {"managed": "platform"}, "tier": {"default": "web"},
             "owner": {"required": true}}}]});
-        let r = run(POD, "CREATE", pod(json!({"owner": "alice", "team": "mine"})), Value::Null, settings.clone());
+        let r = run(
+            POD,
+            "CREATE",
+            pod(json!({"owner": "alice", "team": "mine"})),
+            Value::Null,
+            settings.clone(),
+        );
         assert!(r.accepted, "{:?}", r.message);
         let labels = &r.mutated_object.unwrap()["metadata"]["labels"];
-        assert_eq!(labels, &json!({"owner": "alice", "team": "platform", "tier": "web"}));
+        assert_eq!(
+            labels,
+            &json!({"owner": "alice", "team": "platform", "tier": "web"})
+        );
         let r = run(POD, "CREATE", pod(Value::Null), Value::Null, settings);
         assert_eq!(r.code, Some(403));
         assert_eq!(
@@ -288,7 +294,13 @@ mod tests {
     fn default_is_not_written_on_update_managed_is() {
         let settings = json!({"rules": [{"kinds": ["Pod"], "labels": {
             "team": {"managed": "platform"}, "tier": {"default": "web"}}}]});
-        let r = run(POD, "UPDATE", pod(json!({"team": "mine"})), pod(json!({"team": "platform"})), settings);
+        let r = run(
+            POD,
+            "UPDATE",
+            pod(json!({"team": "mine"})),
+            pod(json!({"team": "platform"})),
+            settings,
+        );
         assert!(r.accepted);
         assert_eq!(
             r.mutated_object.unwrap()["metadata"]["labels"],
@@ -303,7 +315,13 @@ mod tests {
                        "env": {"required": true}},
             "annotations": {"x": {"deniedRegex": [".*-tmp"]}}}]});
         let object = json!({"metadata": {"name": "d", "labels": {"team": "qa"}, "annotations": {"x": "a-tmp"}}});
-        let r = run(("apps", "v1", "Deployment"), "CREATE", object, Value::Null, settings);
+        let r = run(
+            ("apps", "v1", "Deployment"),
+            "CREATE",
+            object,
+            Value::Null,
+            settings,
+        );
         assert_eq!(
             r.message.as_deref(),
             Some(
@@ -324,41 +342,111 @@ mod tests {
         let edited = pod(json!({"env": "legacy", "x": "2"}));
         assert!(run(POD, "UPDATE", edited, legacy.clone(), settings.clone()).accepted);
         let without = pod(json!({"x": "1"}));
-        assert!(run(POD, "UPDATE", pod(json!({"x": "2"})), without, settings.clone()).accepted);
+        assert!(
+            run(
+                POD,
+                "UPDATE",
+                pod(json!({"x": "2"})),
+                without,
+                settings.clone()
+            )
+            .accepted
+        );
         // removing a required key, or changing it to a denied value, is refused
-        let r = run(POD, "UPDATE", pod(json!({"x": "1"})), legacy, settings.clone());
-        assert_eq!(r.message.as_deref(), Some("metadata.labels[\"env\"]: required label is missing"));
-        let r = run(POD, "UPDATE", pod(json!({"env": "legacy"})), pod(json!({"env": "prod"})), settings);
-        assert_eq!(r.message.as_deref(), Some("metadata.labels[\"env\"]: \"legacy\" is denied; denied: [legacy]"));
+        let r = run(
+            POD,
+            "UPDATE",
+            pod(json!({"x": "1"})),
+            legacy,
+            settings.clone(),
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some("metadata.labels[\"env\"]: required label is missing")
+        );
+        let r = run(
+            POD,
+            "UPDATE",
+            pod(json!({"env": "legacy"})),
+            pod(json!({"env": "prod"})),
+            settings,
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some("metadata.labels[\"env\"]: \"legacy\" is denied; denied: [legacy]")
+        );
     }
 
     #[test]
     fn kinds_groups_and_subresources_select_the_rules() {
-        let settings = json!({"rules": [{"kinds": ["Pod"], "labels": {"env": {"required": true}}}]});
+        let settings =
+            json!({"rules": [{"kinds": ["Pod"], "labels": {"env": {"required": true}}}]});
         // a kind no rule names is accepted unread, even malformed
-        let r = run(("", "v1", "ConfigMap"), "CREATE", json!({"metadata": {"labels": 1}}), Value::Null, settings.clone());
+        let r = run(
+            ("", "v1", "ConfigMap"),
+            "CREATE",
+            json!({"metadata": {"labels": 1}}),
+            Value::Null,
+            settings.clone(),
+        );
         assert!(r.accepted);
         // the core group only: a Pod of another group is not this rule's
-        let r = run(("example.io", "v1", "Pod"), "CREATE", pod(Value::Null), Value::Null, settings.clone());
+        let r = run(
+            ("example.io", "v1", "Pod"),
+            "CREATE",
+            pod(Value::Null),
+            Value::Null,
+            settings.clone(),
+        );
         assert!(r.accepted);
         let payload = json!({
             "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}, "subResource": "status",
                 "operation": "UPDATE", "namespace": "solar-dev", "object": pod(Value::Null), "oldObject": pod(json!({"env": "a"}))},
             "settings": settings
         });
-        let r = evaluate::<TenantMetadataPolicy>(&serde_json::to_vec(&payload).unwrap(), &mut Objects::default());
+        let r = evaluate::<TenantMetadataPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut Objects::default(),
+        );
         assert!(r.accepted && r.mutated_object.is_none());
     }
 
     #[test]
     fn malformed_maps_are_named() {
         let settings = json!({"rules": [{"kinds": ["Pod"], "labels": {"team": {"managed": "a"}}}]});
-        let r = run(POD, "CREATE", pod(json!({"team": 1})), Value::Null, settings.clone());
-        assert_eq!((r.code, r.message.as_deref()), (Some(400), Some("metadata.labels[\"team\"]: expected a string")));
-        let r = run(POD, "UPDATE", pod(json!({})), pod(json!(["team"])), settings.clone());
-        assert_eq!((r.code, r.message.as_deref()), (Some(400), Some("oldObject.metadata.labels: expected an object")));
+        let r = run(
+            POD,
+            "CREATE",
+            pod(json!({"team": 1})),
+            Value::Null,
+            settings.clone(),
+        );
+        assert_eq!(
+            (r.code, r.message.as_deref()),
+            (
+                Some(400),
+                Some("metadata.labels[\"team\"]: expected a string")
+            )
+        );
+        let r = run(
+            POD,
+            "UPDATE",
+            pod(json!({})),
+            pod(json!(["team"])),
+            settings.clone(),
+        );
+        assert_eq!(
+            (r.code, r.message.as_deref()),
+            (
+                Some(400),
+                Some("oldObject.metadata.labels: expected an object")
+            )
+        );
         let r = run(POD, "UPDATE", pod(json!({})), Value::Null, settings);
-        assert_eq!((r.code, r.message.as_deref()), (Some(400), Some("request.oldObject: missing")));
+        assert_eq!(
+            (r.code, r.message.as_deref()),
+            (Some(400), Some("request.oldObject: missing"))
+        );
     }
 
     #[test]

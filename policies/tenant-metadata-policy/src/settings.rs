@@ -9,8 +9,8 @@ use policy_decode::matcher::{OneOrMany, StringMatcher, regexes};
 use policy_decode::message::bracketed;
 use policy_decode::names::NameList;
 use policy_decode::settings::{Validated, is_reread, no_duplicate_names};
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
@@ -56,7 +56,7 @@ struct RawKeyRule {
 
 /// A map of keys to their rules, kept in document order (the order writes and messages follow).
 #[derive(Debug, Default)]
-struct KeyMap(Vec<(String, RawKeyRule)>);
+struct KeyMap(Vec<(String, Box<RawKeyRule>)>);
 
 impl<'de> Deserialize<'de> for KeyMap {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -71,7 +71,7 @@ impl<'de> Deserialize<'de> for KeyMap {
 
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KeyMap, A::Error> {
                 let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(1));
-                while let Some(pair) = map.next_entry::<String, RawKeyRule>()? {
+                while let Some(pair) = map.next_entry::<String, Box<RawKeyRule>>()? {
                     pairs.push(pair);
                 }
                 Ok(KeyMap(pairs))
@@ -159,7 +159,9 @@ impl ApiGroups {
                         if !is_reread() && (!is_group(group) || !is_version(version)) {
                             return Err(SettingsError::new(
                                 at(),
-                                format!("{entry:?} is not an API group or group/version (write \"apps\", \"apps/v1\", \"v1\" or \"*\")"),
+                                format!(
+                                    "{entry:?} is not an API group or group/version (write \"apps\", \"apps/v1\", \"v1\" or \"*\")"
+                                ),
                             ));
                         }
                         out.versions.insert((group.to_owned(), version.to_owned()));
@@ -168,7 +170,9 @@ impl ApiGroups {
                         if !is_reread() && !is_group(&entry) {
                             return Err(SettingsError::new(
                                 at(),
-                                format!("{entry:?} is not an API group or group/version (write \"apps\", \"apps/v1\", \"v1\" or \"*\")"),
+                                format!(
+                                    "{entry:?} is not an API group or group/version (write \"apps\", \"apps/v1\", \"v1\" or \"*\")"
+                                ),
                             ));
                         }
                         out.groups.insert(entry);
@@ -189,8 +193,7 @@ fn is_group(s: &str) -> bool {
 fn is_version(s: &str) -> bool {
     s.starts_with('v')
         && s.len() > 1
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
@@ -219,26 +222,30 @@ pub struct Values {
 impl Values {
     /// Builds from `names` and `regex`; `field` is `allowed` or `denied` (path of the list).
     fn build(
-        path: &str,
+        path: KeyPath<'_>,
         field: &str,
         names: Option<NameList>,
         regex: Option<OneOrMany>,
-    ) -> Result<Option<Self>, SettingsError> {
+    ) -> Result<Option<Box<Self>>, SettingsError> {
         if names.is_none() && regex.is_none() {
             return Ok(None);
         }
         let names = names.unwrap_or_default();
-        no_duplicate_names(&format!("{path}.{field}"), &names)?;
-        let regex_path = format!("{path}.{field}Regex");
+        if !is_reread() {
+            no_duplicate_names(&format!("{path}.{field}"), &names)?;
+        }
         let compiled = match regex {
             None => Vec::new(),
-            Some(OneOrMany::One(pattern)) => regexes(&regex_path, &[pattern])
-                .map_err(|e| SettingsError::new(&regex_path, e.problem))?,
-            Some(OneOrMany::Many(patterns)) => regexes(&regex_path, &patterns)?,
+            Some(OneOrMany::One(pattern)) => {
+                let regex_path = format!("{path}.{field}Regex");
+                regexes(&regex_path, &[pattern])
+                    .map_err(|e| SettingsError::new(&regex_path, e.problem))?
+            }
+            Some(OneOrMany::Many(patterns)) => regexes(&format!("{path}.{field}Regex"), &patterns)?,
         };
-        Ok(Some(Values {
+        Ok(Some(Box::new(Values {
             matcher: StringMatcher::new(names, compiled),
-        }))
+        })))
     }
 
     /// Whether `value` is listed or fully matches a regex.
@@ -265,6 +272,21 @@ impl Values {
     }
 }
 
+/// The settings path of one key rule (`rules[0].labels["team"]`), written out only when a
+/// message needs it: settings are re-read with every request (`docs/semantics.md#cost`).
+#[derive(Clone, Copy)]
+struct KeyPath<'a> {
+    rule: &'a str,
+    map: MapKind,
+    key: &'a str,
+}
+
+impl fmt::Display for KeyPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}[{:?}]", self.rule, self.map.field(), self.key)
+    }
+}
+
 /// What one label or annotation key gets (README rules 2–5).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyRule {
@@ -274,19 +296,21 @@ pub struct KeyRule {
     pub write: Option<Write>,
     /// Whether the key must be present.
     pub required: bool,
-    /// The values allowed (exact and regexes), if restricted.
-    pub allowed: Option<Values>,
+    /// The values allowed (exact and regexes), if restricted (boxed: a rule may list
+    /// thousands of keys, most without lists).
+    pub allowed: Option<Box<Values>>,
     /// The values denied (exact and regexes), if any.
-    pub denied: Option<Values>,
+    pub denied: Option<Box<Values>>,
 }
 
 impl KeyRule {
     /// Validates the rule of `key` at settings path `path` (`rules[0].labels["team"]`).
-    fn build(path: &str, map: MapKind, key: String, raw: RawKeyRule) -> Result<Self, SettingsError> {
+    fn build(path: KeyPath<'_>, key: String, raw: Box<RawKeyRule>) -> Result<Self, SettingsError> {
+        let raw = *raw;
         let write = match (raw.managed, raw.default) {
             (Some(_), Some(_)) => {
                 return Err(SettingsError::new(
-                    path,
+                    path.to_string(),
                     "managed and default together: managed is written on every CREATE and UPDATE, default only when the key is absent on CREATE; give one",
                 ));
             }
@@ -304,7 +328,7 @@ impl KeyRule {
             denied,
         };
         if !is_reread() {
-            rule.check(path, map)?;
+            rule.check(&path.to_string(), path.map)?;
         }
         Ok(rule)
     }
@@ -362,7 +386,10 @@ impl KeyRule {
         if let Some(denied) = &self.denied
             && denied.matches(value)
         {
-            return Some(format!("{value:?} is denied; {}", denied.describe("denied")));
+            return Some(format!(
+                "{value:?} is denied; {}",
+                denied.describe("denied")
+            ));
         }
         None
     }
@@ -419,7 +446,9 @@ impl Rule {
                         if kind != "*" && !is_kind(kind) {
                             return Err(SettingsError::new(
                                 format!("{path}.kinds[{i}]"),
-                                format!("{kind:?} is not a Kind: write it as in kind.kind (Pod, Deployment), or \"*\" for every kind"),
+                                format!(
+                                    "{kind:?} is not a Kind: write it as in kind.kind (Pod, Deployment), or \"*\" for every kind"
+                                ),
                             ));
                         }
                     }
@@ -458,8 +487,13 @@ fn key_rules(path: &str, map: MapKind, raw: Option<KeyMap>) -> Result<Vec<KeyRul
     let mut seen = HashSet::with_capacity(if is_reread() { 0 } else { pairs.len() });
     let mut out = Vec::with_capacity(pairs.len());
     for (key, raw) in pairs {
-        let at = format!("{path}.{}[{key:?}]", map.field());
         if !is_reread() {
+            let at = KeyPath {
+                rule: path,
+                map,
+                key: &key,
+            }
+            .to_string();
             let valid = match map {
                 MapKind::Labels => is_label_key(&key),
                 MapKind::Annotations => is_annotation_key(&key),
@@ -474,7 +508,16 @@ fn key_rules(path: &str, map: MapKind, raw: Option<KeyMap>) -> Result<Vec<KeyRul
                 return Err(SettingsError::new(at, "duplicate key"));
             }
         }
-        out.push(KeyRule::build(&at, map, key, raw)?);
+        let rule = KeyRule::build(
+            KeyPath {
+                rule: path,
+                map,
+                key: &key,
+            },
+            key.clone(),
+            raw,
+        )?;
+        out.push(rule);
     }
     Ok(out)
 }
@@ -626,7 +669,9 @@ mod tests {
 
     #[test]
     fn reread_skips_syntax_checks_only() {
-        let raw = one(json!({"kinds": ["pods", "pods"], "labels": {"bad key": {"managed": "bad value"}}}));
+        let raw = one(
+            json!({"kinds": ["pods", "pods"], "labels": {"bad key": {"managed": "bad value"}}}),
+        );
         assert!(Settings::parse(&raw).is_err());
         assert!(policy_decode::settings::reread(|| Settings::parse(&raw)).is_ok());
         let raw = one(json!({"kinds": ["Pod"], "labels": {"a": {"managed": "x", "default": "y"}}}));
