@@ -305,8 +305,17 @@ pub struct KeyRule {
 
 impl KeyRule {
     /// Validates the rule of `key` at settings path `path` (`rules[0].labels["team"]`).
-    fn build(path: KeyPath<'_>, key: String, raw: Box<RawKeyRule>) -> Result<Self, SettingsError> {
-        let raw = *raw;
+    fn build(
+        rule: &str,
+        map: MapKind,
+        key: String,
+        raw: RawKeyRule,
+    ) -> Result<Self, SettingsError> {
+        let path = KeyPath {
+            rule,
+            map,
+            key: &key,
+        };
         let write = match (raw.managed, raw.default) {
             (Some(_), Some(_)) => {
                 return Err(SettingsError::new(
@@ -320,7 +329,7 @@ impl KeyRule {
         };
         let allowed = Values::build(path, "allowed", raw.allowed, raw.allowed_regex)?;
         let denied = Values::build(path, "denied", raw.denied, raw.denied_regex)?;
-        let rule = KeyRule {
+        let key_rule = KeyRule {
             key,
             write,
             required: raw.required.unwrap_or(false),
@@ -328,9 +337,14 @@ impl KeyRule {
             denied,
         };
         if !is_reread() {
-            rule.check(&path.to_string(), path.map)?;
+            let path = KeyPath {
+                rule,
+                map,
+                key: &key_rule.key,
+            };
+            key_rule.check(&path.to_string(), map)?;
         }
-        Ok(rule)
+        Ok(key_rule)
     }
 
     /// The checks that cannot change a verdict of settings that passed them once.
@@ -508,15 +522,7 @@ fn key_rules(path: &str, map: MapKind, raw: Option<KeyMap>) -> Result<Vec<KeyRul
                 return Err(SettingsError::new(at, "duplicate key"));
             }
         }
-        let rule = KeyRule::build(
-            KeyPath {
-                rule: path,
-                map,
-                key: &key,
-            },
-            key.clone(),
-            raw,
-        )?;
+        let rule = KeyRule::build(path, map, key, *raw)?;
         out.push(rule);
     }
     Ok(out)
