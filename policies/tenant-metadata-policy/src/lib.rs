@@ -158,23 +158,12 @@ fn check(
     }
 }
 
-/// README rule 4: a value outside `allowed`/`allowedRegex`, or inside `denied`/`deniedRegex`;
-/// both are reported when both apply.
+/// README rule 4: every problem of a present value, at `<map>["<key>"]`.
 fn judge_value(key_rule: &KeyRule, value: &str, map: &FieldPath, violations: &mut Vec<Violation>) {
-    if let Some(allowed) = &key_rule.allowed
-        && !allowed.matches(value)
-    {
+    for problem in key_rule.problems(value) {
         violations.push(Violation {
             path: map.key(&key_rule.key),
-            problem: format!("{value:?} is not allowed; {}", allowed.describe("allowed")),
-        });
-    }
-    if let Some(denied) = &key_rule.denied
-        && denied.matches(value)
-    {
-        violations.push(Violation {
-            path: map.key(&key_rule.key),
-            problem: format!("{value:?} is denied; {}", denied.describe("denied")),
+            problem,
         });
     }
 }

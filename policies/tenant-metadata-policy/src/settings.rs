@@ -376,7 +376,7 @@ impl KeyRule {
                     format!("{value:?} is not a valid label value"),
                 ));
             }
-            if let Some(problem) = self.refusal(value) {
+            if let Some(problem) = self.problems(value).into_iter().next() {
                 return Err(SettingsError::new(
                     at,
                     format!("{problem}: the policy would refuse the value it writes"),
@@ -386,13 +386,14 @@ impl KeyRule {
         Ok(())
     }
 
-    /// Why `value` is refused by the key's own value lists (`None`: allowed). Messages list
-    /// the first problem only; [`crate`] reports each list separately.
-    pub fn refusal(&self, value: &str) -> Option<String> {
+    /// Every problem of `value` under the key's own lists (README rule 4), in this order: not
+    /// in `allowed`/`allowedRegex` (when either is given), in `denied`/`deniedRegex`.
+    pub fn problems(&self, value: &str) -> Vec<String> {
+        let mut out = Vec::new();
         if let Some(allowed) = &self.allowed
             && !allowed.matches(value)
         {
-            return Some(format!(
+            out.push(format!(
                 "{value:?} is not allowed; {}",
                 allowed.describe("allowed")
             ));
@@ -400,12 +401,12 @@ impl KeyRule {
         if let Some(denied) = &self.denied
             && denied.matches(value)
         {
-            return Some(format!(
+            out.push(format!(
                 "{value:?} is denied; {}",
                 denied.describe("denied")
             ));
         }
-        None
+        out
     }
 }
 
@@ -666,10 +667,10 @@ mod tests {
             Some(Write::Default("any text".into()))
         );
         let team = &s.rules[1].labels[0];
-        assert_eq!(team.refusal("v2"), None);
+        assert!(team.problems("v2").is_empty());
         assert_eq!(
-            team.refusal("qa").as_deref(),
-            Some("\"qa\" is not allowed; allowed: [prod], allowedRegex: [v[0-9]+]")
+            team.problems("qa"),
+            ["\"qa\" is not allowed; allowed: [prod], allowedRegex: [v[0-9]+]"]
         );
     }
 
