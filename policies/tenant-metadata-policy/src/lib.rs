@@ -8,7 +8,8 @@
 
 pub mod settings;
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
 use policy_admission::cluster::Lookups;
 use policy_admission::policy::Policy;
@@ -16,7 +17,7 @@ use policy_admission::request::{AdmissionRequest, Operation};
 use policy_admission::verdict::distinct;
 use policy_admission::{Verdict, Violation};
 use policy_decode::json::At;
-use policy_decode::{FieldPath, PolicyError};
+use policy_decode::{FieldPath, PolicyError, SettingsError};
 use serde_json::{Map, Value};
 
 pub use settings::{KeyRule, MapKind, Rule, Settings, Write};
@@ -67,9 +68,34 @@ impl Policy for TenantMetadataPolicy {
                 Some(old) => Some(old.get_metadata_map(map.field())?),
                 None => None,
             };
-            let written = write(&rules, map, found, old_found.is_none(), &mut verdict);
+            // README rule 5: a key is judged when the object or the old object carries it, or
+            // when a rule writes it
+            let present = |key: &str| {
+                value_of(found, key).is_some() || value_of(old_found.flatten(), key).is_some()
+            };
+            let mut key_rules = rules
+                .iter()
+                .map(|r| r.key_rules(map, present))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(invalid_settings)?;
+            let newly: HashSet<String> = key_rules
+                .iter()
+                .flat_map(|k| k.iter())
+                .filter(|k| k.write.is_some() && !present(&k.key))
+                .map(|k| k.key.clone())
+                .collect();
+            if !newly.is_empty() {
+                for (rule, decoded) in rules.iter().zip(key_rules.iter_mut()) {
+                    if rule.may_name(map, &newly, decoded) {
+                        *decoded = rule
+                            .key_rules(map, |k| present(k) || newly.contains(k))
+                            .map_err(invalid_settings)?;
+                    }
+                }
+            }
+            let written = write(&key_rules, map, found, old_found.is_none(), &mut verdict);
             let view = Written { found, written };
-            check(&rules, map, &view, old_found, &mut violations);
+            check(&key_rules, map, &view, old_found, &mut violations);
         }
         verdict.extend(distinct(violations));
         Ok(verdict)
@@ -94,15 +120,29 @@ impl<'a> Written<'a> {
     }
 }
 
+/// Re-read settings that do not decode: the request is refused as policy-server refuses it
+/// for settings that fail `validate_settings` (`docs/semantics.md#settings`).
+fn invalid_settings(e: SettingsError) -> PolicyError {
+    PolicyError::Settings(SettingsError::new("", format!("invalid settings: {e}")))
+}
+
 /// The string value of `key` in a metadata map (read strictly before: every value is a string).
 fn value_of<'a>(map: Option<&'a Map<String, Value>>, key: &str) -> Option<&'a str> {
-    map.and_then(|m| m.get(key)).and_then(Value::as_str)
+    // a few entries are compared rather than hashed: a rule of many keys asks for each of them
+    const FEW: usize = 8;
+    let map = map?;
+    let value = match map.len() {
+        0 => None,
+        n if n <= FEW => map.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+        _ => map.get(key),
+    };
+    value.and_then(Value::as_str)
 }
 
 /// README rules 2 and 3: `managed` values written when absent or different (CREATE and
 /// UPDATE), `default` values when absent (CREATE). Later rules see earlier writes.
 fn write<'a>(
-    rules: &[&'a Rule],
+    rules: &'a [Cow<'_, [KeyRule]>],
     map: MapKind,
     found: Option<&'a Map<String, Value>>,
     create: bool,
@@ -110,7 +150,7 @@ fn write<'a>(
 ) -> HashMap<&'a str, &'a str> {
     let mut written: HashMap<&'a str, &'a str> = HashMap::new();
     for rule in rules {
-        for key_rule in rule.keys(map) {
+        for key_rule in rule.iter() {
             let key = key_rule.key.as_str();
             let current = written.get(key).copied().or_else(|| value_of(found, key));
             let value = match &key_rule.write {
@@ -129,7 +169,7 @@ fn write<'a>(
 /// value allowed and not denied. On UPDATE only keys whose value the request changes (added,
 /// changed or removed, compared with `oldObject` after the writes) are judged.
 fn check(
-    rules: &[&Rule],
+    rules: &[Cow<'_, [KeyRule]>],
     map: MapKind,
     view: &Written<'_>,
     old: Option<Option<&Map<String, Value>>>,
@@ -137,7 +177,7 @@ fn check(
 ) {
     let path = FieldPath::root("metadata").field(map.field());
     for rule in rules {
-        for key_rule in rule.keys(map) {
+        for key_rule in rule.iter() {
             let key = key_rule.key.as_str();
             let value = view.get(key);
             if let Some(old) = old

@@ -1,5 +1,6 @@
 //! Settings of tenant-metadata-policy (README "Settings").
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -11,6 +12,7 @@ use policy_decode::names::NameList;
 use policy_decode::settings::{Validated, is_reread, no_duplicate_names};
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
@@ -54,31 +56,43 @@ struct RawKeyRule {
     denied_regex: Option<OneOrMany>,
 }
 
-/// A map of keys to their rules, kept in document order (the order writes and messages follow).
-#[derive(Debug, Default)]
-struct KeyMap(Vec<(String, Box<RawKeyRule>)>);
+/// A map of keys to their rules as written, in document order (the order writes and messages
+/// follow). Decoded in full when the settings are validated; when `validate` re-reads them
+/// (every request, `docs/semantics.md#cost`) kept as its JSON text, from which a request
+/// decodes only the key rules that can concern it ([`Rule::key_rules`]).
+#[derive(Debug)]
+enum KeyMap {
+    /// Every key rule, decoded.
+    Decoded(Vec<(String, Box<RawKeyRule>)>),
+    /// The map's JSON text (re-read settings).
+    Text(Box<RawValue>),
+}
 
 impl<'de> Deserialize<'de> for KeyMap {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct MapVisitor;
 
         impl<'de> Visitor<'de> for MapVisitor {
-            type Value = KeyMap;
+            type Value = Vec<(String, Box<RawKeyRule>)>;
 
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a map of keys to their rules")
             }
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KeyMap, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(1));
                 while let Some(pair) = map.next_entry::<String, Box<RawKeyRule>>()? {
                     pairs.push(pair);
                 }
-                Ok(KeyMap(pairs))
+                Ok(pairs)
             }
         }
 
-        d.deserialize_map(MapVisitor)
+        if is_reread() {
+            Box::<RawValue>::deserialize(d).map(KeyMap::Text)
+        } else {
+            d.deserialize_map(MapVisitor).map(KeyMap::Decoded)
+        }
     }
 }
 
@@ -411,16 +425,18 @@ impl KeyRule {
 }
 
 /// One rule: where it applies, and what its keys get.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Rule {
     /// The Kinds.
     pub kinds: Kinds,
     /// The API groups and versions.
     pub api_groups: ApiGroups,
+    /// The settings path of the rule (`rules[0]`).
+    path: String,
     /// The label keys, in settings order.
-    pub labels: Vec<KeyRule>,
+    labels: KeyRules,
     /// The annotation keys, in settings order.
-    pub annotations: Vec<KeyRule>,
+    annotations: KeyRules,
 }
 
 impl Rule {
@@ -433,12 +449,70 @@ impl Rule {
         kind_matches && self.api_groups.matches(group, version)
     }
 
-    /// The key rules of `map`.
-    pub fn keys(&self, map: MapKind) -> &[KeyRule] {
-        match map {
+    /// The key rules of `map` that can concern an object: every one when the settings were
+    /// decoded in full; from re-read settings, those whose key `present` says the object or
+    /// the old object carries, and those that may write or require a key
+    /// ([`may_write_or_require`]) — the others neither write nor find anything to judge
+    /// (README rules 2–4). Settings order.
+    pub fn key_rules(
+        &self,
+        map: MapKind,
+        present: impl Fn(&str) -> bool,
+    ) -> Result<Cow<'_, [KeyRule]>, SettingsError> {
+        let rules = match map {
             MapKind::Labels => &self.labels,
             MapKind::Annotations => &self.annotations,
+        };
+        match rules {
+            KeyRules::Built(rules) => Ok(Cow::Borrowed(rules)),
+            KeyRules::Text(text) => {
+                let mut out = Vec::new();
+                for_each_entry(text, |key, raw| {
+                    if present(&key) || may_write_or_require(raw.get()) {
+                        let decoded: RawKeyRule = policy_decode::settings::decode(
+                            policy_decode::settings::Raw::Json(raw.get()),
+                        )
+                        .map_err(|e| {
+                            let at = KeyPath {
+                                rule: &self.path,
+                                map,
+                                key: &key,
+                            };
+                            e.under(&at.to_string())
+                        })?;
+                        out.push(KeyRule::build(&self.path, map, key.into_owned(), decoded)?);
+                    }
+                    Ok(())
+                })
+                .map_err(|e| match e.path.is_empty() {
+                    true => e.under(&format!("{}.{}", self.path, map.field())),
+                    false => e,
+                })?;
+                Ok(Cow::Owned(out))
+            }
         }
+    }
+
+    /// Whether `map` of this rule may hold a key rule for one of `keys` that `decoded` (what
+    /// [`Rule::key_rules`] returned) lacks. Decoded settings hold every key rule; a map's
+    /// text names a key literally unless written with an escape (label and annotation keys
+    /// need none), and names each key once. Linear: beyond a few keys, say yes.
+    pub fn may_name(&self, map: MapKind, keys: &HashSet<String>, decoded: &[KeyRule]) -> bool {
+        const FEW: usize = 16;
+        let text = match map {
+            MapKind::Labels => &self.labels,
+            MapKind::Annotations => &self.annotations,
+        };
+        let KeyRules::Text(text) = text else {
+            return false;
+        };
+        let text = text.get();
+        if keys.len() > FEW || text.contains('\\') {
+            return true;
+        }
+        keys.iter().any(|key| {
+            !decoded.iter().any(|d| &d.key == key) && text.contains(&format!("\"{key}\""))
+        })
     }
 
     fn build(path: &str, raw: RawRule) -> Result<Self, SettingsError> {
@@ -477,7 +551,11 @@ impl Rule {
             }
         };
         let api_groups = ApiGroups::build(&format!("{path}.apiGroups"), raw.api_groups)?;
-        let no_keys = |m: &Option<KeyMap>| m.as_ref().is_none_or(|m| m.0.is_empty());
+        let no_keys = |m: &Option<KeyMap>| match m {
+            None => true,
+            Some(KeyMap::Decoded(pairs)) => pairs.is_empty(),
+            Some(KeyMap::Text(_)) => false,
+        };
         if no_keys(&raw.labels) && no_keys(&raw.annotations) {
             return Err(SettingsError::new(
                 path,
@@ -489,6 +567,7 @@ impl Rule {
         Ok(Rule {
             kinds,
             api_groups,
+            path: path.to_owned(),
             labels,
             annotations,
         })
@@ -497,8 +576,12 @@ impl Rule {
 
 /// The key rules of one map of a rule, keys checked (label keys; annotation keys lower-cased
 /// first, as the API server checks them) and each listed once.
-fn key_rules(path: &str, map: MapKind, raw: Option<KeyMap>) -> Result<Vec<KeyRule>, SettingsError> {
-    let pairs = raw.unwrap_or_default().0;
+fn key_rules(path: &str, map: MapKind, raw: Option<KeyMap>) -> Result<KeyRules, SettingsError> {
+    let pairs = match raw {
+        None => Vec::new(),
+        Some(KeyMap::Decoded(pairs)) => pairs,
+        Some(KeyMap::Text(text)) => return Ok(KeyRules::Text(text)),
+    };
     let mut seen = HashSet::with_capacity(if is_reread() { 0 } else { pairs.len() });
     let mut out = Vec::with_capacity(pairs.len());
     for (key, raw) in pairs {
@@ -526,11 +609,107 @@ fn key_rules(path: &str, map: MapKind, raw: Option<KeyMap>) -> Result<Vec<KeyRul
         let rule = KeyRule::build(path, map, key, *raw)?;
         out.push(rule);
     }
-    Ok(out)
+    Ok(KeyRules::Built(out))
+}
+
+/// The key rules of one map of a rule.
+#[derive(Clone, Debug)]
+enum KeyRules {
+    /// Decoded and validated (`validate_settings`).
+    Built(Vec<KeyRule>),
+    /// The map's JSON text, decoded per request ([`Rule::key_rules`]).
+    Text(Box<RawValue>),
+}
+
+/// Whether a key rule's JSON text may hold `managed`, `default` or `required`: it names one
+/// of them, or holds an escape (a name could be spelt with one). Conservative: a value that
+/// happens to be one of these words only costs the rule's decoding.
+pub fn may_write_or_require(text: &str) -> bool {
+    // one pass over the bytes: a quote followed by one of the names and a quote, or an escape
+    const NAMES: [&[u8]; 3] = [b"managed\"", b"default\"", b"required\""];
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(i, b)| match b {
+        b'\\' => true,
+        b'"' => bytes
+            .get(i + 1..)
+            .is_some_and(|rest| NAMES.iter().any(|name| rest.starts_with(name))),
+        _ => false,
+    })
+}
+
+/// Calls `f` with every key and value text of the JSON map `text`, in document order.
+fn for_each_entry<'a>(
+    text: &'a RawValue,
+    mut f: impl FnMut(Cow<'a, str>, &'a RawValue) -> Result<(), SettingsError>,
+) -> Result<(), SettingsError> {
+    struct Entries<'f, F>(&'f mut F);
+
+    impl<'de, F> Visitor<'de> for Entries<'_, F>
+    where
+        F: FnMut(Cow<'de, str>, &'de RawValue) -> Result<(), String>,
+    {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a map of keys to their rules")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Key<'de>>()? {
+                let value: &'de RawValue = map.next_value()?;
+                (self.0)(key.0, value).map_err(serde::de::Error::custom)?;
+            }
+            Ok(())
+        }
+    }
+
+    // an error of `f` is returned as it is, already named by its settings path
+    let mut failed = None;
+    let mut visit = |key: Cow<'a, str>, value: &'a RawValue| {
+        f(key, value).map_err(|e| {
+            let problem = e.to_string();
+            failed = Some(e);
+            problem
+        })
+    };
+    let mut de = serde_json::Deserializer::from_str(text.get());
+    let read = de.deserialize_map(Entries(&mut visit));
+    match (failed, read) {
+        (Some(e), _) => Err(e),
+        (None, Ok(())) => Ok(()),
+        (None, Err(e)) => Err(SettingsError::new("", e.to_string())),
+    }
+}
+
+/// A map key, borrowed from the settings text unless it holds an escape.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+
+        d.deserialize_str(KeyVisitor)
+    }
 }
 
 /// Validated settings.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Settings {
     /// The rules, in settings order.
     pub rules: Vec<Rule>,
@@ -657,20 +836,66 @@ mod tests {
             {"kinds": ["*"], "apiGroups": ["*"], "labels": {"team": {"allowed": ["prod"], "allowedRegex": "v[0-9]+"}}}
         ]}))
         .unwrap();
-        let keys: Vec<&str> = s.rules[0].labels.iter().map(|k| k.key.as_str()).collect();
+        let all = |_: &str| true;
+        let labels = s.rules[0].key_rules(MapKind::Labels, all).unwrap();
+        let keys: Vec<&str> = labels.iter().map(|k| k.key.as_str()).collect();
         assert_eq!(keys, ["z", "a"]);
         assert!(s.rules[0].applies("", "v1", "Service"));
         assert!(!s.rules[0].applies("", "v1", "ConfigMap"));
         assert!(s.rules[1].applies("apps", "v1", "Deployment"));
         assert_eq!(
-            s.rules[0].annotations[0].write,
+            s.rules[0].key_rules(MapKind::Annotations, all).unwrap()[0].write,
             Some(Write::Default("any text".into()))
         );
-        let team = &s.rules[1].labels[0];
+        let team = &s.rules[1].key_rules(MapKind::Labels, all).unwrap()[0];
         assert!(team.problems("v2").is_empty());
         assert_eq!(
             team.problems("qa"),
             ["\"qa\" is not allowed; allowed: [prod], allowedRegex: [v[0-9]+]"]
+        );
+    }
+
+    #[test]
+    fn may_write_or_require_is_conservative() {
+        assert!(may_write_or_require(r#"{"managed":"x"}"#));
+        assert!(may_write_or_require(r#"{ "required" : false }"#));
+        assert!(may_write_or_require(r#"{"m\u0061naged":"x"}"#));
+        assert!(may_write_or_require(r#"{"denied":["default"]}"#));
+        assert!(!may_write_or_require(
+            r#"{"denied":["legacy"],"allowedRegex":"v.*"}"#
+        ));
+    }
+
+    #[test]
+    fn reread_settings_decode_only_the_key_rules_a_request_concerns() {
+        // kept as text when re-read: a key rule is decoded when its key is present, or when
+        // it may write or require a key; this settings text was validated before, except
+        // for the broken rule of "broken", which only a request carrying it decodes
+        let raw = r#"{"rules": [{"kinds": ["Pod"], "labels": {
+            "team": {"managed": "platform"}, "env": {"denied": ["legacy"]},
+            "broken": {"denied": 5}, "escaped": {"req\u0075ired": true}}}]}"#;
+        let s = policy_decode::settings::reread(|| {
+            Settings::parse(policy_decode::settings::Raw::Json(raw))
+        })
+        .unwrap();
+        let keys = |present: &[&str]| {
+            let rules = s.rules[0]
+                .key_rules(MapKind::Labels, |k| present.contains(&k))
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(rules.iter().map(|k| k.key.clone()).collect::<Vec<_>>())
+        };
+        assert_eq!(keys(&[]).unwrap(), ["team", "escaped"]);
+        assert_eq!(keys(&["env"]).unwrap(), ["team", "env", "escaped"]);
+        assert!(
+            s.rules[0]
+                .key_rules(MapKind::Labels, |k| k == "escaped")
+                .unwrap()[1]
+                .required
+        );
+        let err = keys(&["broken"]).unwrap_err();
+        assert!(
+            err.starts_with("rules[0].labels[\"broken\"].denied: invalid type: integer `5`"),
+            "{err}"
         );
     }
 
@@ -681,7 +906,16 @@ mod tests {
         );
         assert!(Settings::parse(&raw).is_err());
         assert!(policy_decode::settings::reread(|| Settings::parse(&raw)).is_ok());
+        // re-read, the key rules stay text until a request needs them
         let raw = one(json!({"kinds": ["Pod"], "labels": {"a": {"managed": "x", "default": "y"}}}));
-        assert!(policy_decode::settings::reread(|| Settings::parse(&raw)).is_err());
+        let s = policy_decode::settings::reread(|| Settings::parse(&raw)).unwrap();
+        let err = s.rules[0]
+            .key_rules(MapKind::Labels, |_| false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("rules[0].labels[\"a\"]: managed and default together"),
+            "{err}"
+        );
     }
 }
