@@ -479,6 +479,30 @@ mod tests {
     }
 
     #[test]
+    fn a_key_rule_is_decoded_only_when_the_request_concerns_it() {
+        // settings that skipped validate_settings: the rule of "x" does not decode
+        let settings = json!({"rules": [{"kinds": ["Pod"], "labels": {
+            "x": {"denied": 5}, "team": {"managed": "platform"}}}]});
+        let r = run(
+            POD,
+            "CREATE",
+            pod(json!({"app": "web"})),
+            Value::Null,
+            settings.clone(),
+        );
+        assert!(r.accepted, "{:?}", r.message);
+        let r = run(POD, "CREATE", pod(json!({"x": "1"})), Value::Null, settings);
+        assert_eq!(r.code, Some(500));
+        let message = r.message.unwrap();
+        assert!(
+            message.starts_with(
+                "invalid settings: rules[0].labels[\"x\"].denied: invalid type: integer `5`"
+            ),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn rules_apply_in_order_and_see_earlier_writes() {
         let settings = json!({"rules": [
             {"kinds": ["Pod"], "labels": {"tier": {"default": "web"}}},
