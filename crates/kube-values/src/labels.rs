@@ -65,6 +65,18 @@ pub fn is_label_key(key: &str) -> bool {
     }
 }
 
+/// Whether `key` is a valid annotation key: a label key once lower-cased (the API server
+/// accepts upper-case letters in an annotation key's prefix, not in a label key's).
+///
+/// ```
+/// use kube_values::labels::{is_annotation_key, is_label_key};
+/// assert!(is_annotation_key("Example.com/Note") && !is_label_key("Example.com/Note"));
+/// assert!(!is_annotation_key("a b"));
+/// ```
+pub fn is_annotation_key(key: &str) -> bool {
+    is_label_key(&key.to_ascii_lowercase())
+}
+
 /// Whether `value` is a valid label value (empty, or like a key's name part).
 pub fn is_label_value(value: &str) -> bool {
     value.is_empty() || is_name_part(value, MAX_NAME)
