@@ -27,6 +27,9 @@ pub struct Step {
     pub evaluation: Evaluation,
     /// The cluster reads it made, as a kwctl replay session (`[]` for none).
     pub session: String,
+    /// The binding is in `monitor` mode: its verdict is logged, the request admitted
+    /// unchanged.
+    pub monitor: bool,
 }
 
 /// Every binding's answer, in the order they ran.
@@ -37,9 +40,12 @@ pub struct Admission {
 }
 
 impl Admission {
-    /// Whether the API server admits the request: every binding that saw it allowed it.
+    /// Whether the API server admits the request: every binding that saw it, and is not in
+    /// `monitor` mode, allowed it.
     pub fn allowed(&self) -> bool {
-        self.steps.iter().all(|s| s.evaluation.response.allowed)
+        self.steps
+            .iter()
+            .all(|s| s.monitor || s.evaluation.response.allowed)
     }
 }
 
@@ -113,6 +119,10 @@ pub fn admit(
             continue;
         }
         let step = evaluate(binding, &current, &objects, hosts)?;
+        if step.monitor {
+            admission.steps.push(step);
+            continue;
+        }
         let allowed = step.evaluation.response.allowed;
         if allowed
             && let Some(object) = &step.evaluation.mutated_object
@@ -158,6 +168,7 @@ fn evaluate(
         settings: binding.settings.clone(),
         evaluation,
         session,
+        monitor: binding.monitor,
     })
 }
 
@@ -194,7 +205,12 @@ pub fn describe(admission: &Admission) -> Vec<String> {
                 .flatten()
                 .map(|w| format!("; warning: {w}"))
                 .collect::<String>();
-            format!("  {:width$}  {what}{warnings}", step.binding)
+            let monitor = if step.monitor {
+                " (monitor mode: logged, the request goes on unchanged)"
+            } else {
+                ""
+            };
+            format!("  {:width$}  {what}{warnings}{monitor}", step.binding)
         })
         .collect();
     if admission.steps.is_empty() {

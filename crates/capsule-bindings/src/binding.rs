@@ -161,6 +161,8 @@ pub struct Binding {
     pub policy: &'static Policy,
     /// `spec.mutating`.
     pub mutating: bool,
+    /// `spec.mode: monitor`: policy-server logs the verdict and admits the request unchanged.
+    pub monitor: bool,
     /// `spec.settings`.
     pub settings: Value,
     rules: Vec<Rule>,
@@ -227,6 +229,7 @@ impl Binding {
                 .get("mutating")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            monitor: spec.get("mode").and_then(Value::as_str) == Some("monitor"),
             settings: spec.get("settings").cloned().unwrap_or_else(|| json!({})),
             rules,
             namespace_selector,

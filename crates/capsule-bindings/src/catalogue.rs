@@ -46,7 +46,7 @@ impl Policy {
 }
 
 /// The policies, in the order their bindings are written.
-pub const POLICIES: [Policy; 16] = [
+pub const POLICIES: [Policy; 17] = [
     Policy {
         name: "node-selector-policy",
         short: "node-selector",
@@ -130,6 +130,12 @@ pub const POLICIES: [Policy; 16] = [
         short: "namespace-metadata",
         enforces: "forbidden labels and annotations of the tenant's namespaces",
         metadata_yml: include_str!("../../../policies/namespace-metadata-policy/metadata.yml"),
+    },
+    Policy {
+        name: "tenant-metadata-policy",
+        short: "tenant-metadata",
+        enforces: "labels and annotations written into or required of the tenant's objects",
+        metadata_yml: include_str!("../../../policies/tenant-metadata-policy/metadata.yml"),
     },
     Policy {
         name: "pod-restriction-policy",

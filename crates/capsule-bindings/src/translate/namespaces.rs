@@ -57,9 +57,13 @@ impl Ctx<'_> {
                 let fp = format!("{p}.{key}");
                 match key.as_str() {
                     "kind" | "name" => {}
-                    "clusterRoles" | "labels" | "annotations" => self.not_translated(
+                    "clusterRoles" => self.not_translated(
                         &fp,
                         "Capsule grants owners their ClusterRoles with RoleBindings it creates in each namespace of the tenant; admission creates no objects, so keep those RoleBindings in your GitOps tree (rbac-policy bounds what tenant roles grant)",
+                    ),
+                    "labels" | "annotations" => self.not_translated(
+                        &fp,
+                        "metadata of the RoleBindings Capsule creates for the owner; admission creates no objects, so write it on the RoleBindings in your GitOps tree",
                     ),
                     "proxySettings" => self.not_translated(
                         &fp,
@@ -158,10 +162,6 @@ impl Ctx<'_> {
         settings.insert("defaultQuota".into(), json!(quota));
         settings.insert("exemptPrincipals".into(), platform_exempt());
         self.rules.insert("namespace-quota", namespace_rules(false));
-        self.changed(
-            path,
-            "counted by the API server's admission of each Namespace: namespaces created at the same moment may all pass (namespace-quota-policy README, concurrency); Terminating namespaces count until they are gone",
-        );
     }
 
     /// The tenant's namespace-metadata binding: only its forbidden keys are judged.
@@ -334,7 +334,7 @@ mod tests {
         let quota = t.planned.iter().find(|p| p.policy.short == "namespace-quota").unwrap();
         assert_eq!(quota.rules.as_ref().unwrap().len(), 1);
         let kinds: Vec<ReportKind> = t.reports.iter().map(|r| r.kind).collect();
-        assert_eq!(kinds, [ReportKind::MeaningChanged, ReportKind::NotTranslated]);
+        assert_eq!(kinds, [ReportKind::NotTranslated]);
     }
 
     #[test]
