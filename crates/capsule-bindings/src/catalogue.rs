@@ -189,7 +189,7 @@ macro_rules! bundled {
 }
 
 /// Every policy of the bundle (the folders under `policies/`), by name.
-pub const BUNDLE: [BundlePolicy; 21] = [
+pub const BUNDLE: [BundlePolicy; 22] = [
     bundled!("container-registry-policy"),
     bundled!("device-class-policy"),
     bundled!("gateway-class-policy"),
@@ -211,6 +211,7 @@ pub const BUNDLE: [BundlePolicy; 21] = [
     bundled!("run-once-deadline-policy"),
     bundled!("runtime-class-policy"),
     bundled!("service-policy"),
+    bundled!("tenant-cordon-policy"),
 ];
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! namespace-metadata-policy: unprivileged principals may not create, change or delete
 //! reserved namespaces, and may add, change or remove only allowed Namespace labels and
-//! annotations — never protected ones, nor `ownerReferences` (README rules 1–6).
+//! annotations — never protected ones, nor `ownerReferences` — and may not add or change
+//! forbidden ones (README rules 1–7).
 
 pub mod settings;
 
@@ -96,7 +97,8 @@ fn judge(request: &AdmissionRequest, settings: &Settings) -> Result<Verdict, Pol
         let before = string_map(old.as_ref(), map)?;
         let after = string_map(object.as_ref(), map)?;
         for key in changed_keys(before, after) {
-            judge_key(map, what, key, rules, &mut verdict);
+            let removed = !after.is_some_and(|a| a.contains_key(key));
+            judge_key(map, what, key, removed, rules, &mut verdict);
         }
     }
     // README rule 4.
@@ -111,15 +113,25 @@ fn judge(request: &AdmissionRequest, settings: &Settings) -> Result<Verdict, Pol
     Ok(verdict)
 }
 
-/// README rule 3: a changed key that is protected, or that no allowed pattern matches
-/// (`kubernetes.io/metadata.name` aside), is a violation.
-fn judge_key(map: &str, what: &str, key: &str, rules: &KeyRules, verdict: &mut Verdict) {
+/// README rule 4: a changed key that is protected, an added or changed key that is forbidden,
+/// or a changed key that no allowed pattern matches (`kubernetes.io/metadata.name` aside), is
+/// a violation; one per key, in that order.
+fn judge_key(
+    map: &str,
+    what: &str,
+    key: &str,
+    removed: bool,
+    rules: &KeyRules,
+    verdict: &mut Verdict,
+) {
     let path = FieldPath::root("metadata").field(map).key(key);
     if rules.protected.contains(key) {
         verdict.violation(
             &path,
             format!("{what} is protected and may not be added, changed or removed"),
         );
+    } else if !removed && rules.forbidden.forbids(key) {
+        verdict.violation(&path, rules.forbidden.refusal(what, key));
     } else {
         let always = map == "labels" && key == METADATA_NAME_LABEL;
         if always || rules.allowed.is_match(key) {
