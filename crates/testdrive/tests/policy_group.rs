@@ -208,9 +208,15 @@ fn meet(a: &str, b: &str) -> Option<String> {
     }
 }
 
-/// The meet of two resource patterns: resources and subresources never meet (`*` is every
-/// resource, `*/*` every subresource).
+/// The meet of two resource patterns: `*/*` is every resource and subresource, `*` every
+/// resource, `x/*` every subresource of `x`, `*/s` subresource `s` of any resource; a
+/// resource and a subresource never meet.
 fn meet_resource(a: &str, b: &str) -> Option<String> {
+    match (a, b) {
+        ("*/*", _) => return Some(b.to_owned()),
+        (_, "*/*") => return Some(a.to_owned()),
+        _ => {}
+    }
     let (an, asub) = a.split_once('/').map_or((a, None), |(n, s)| (n, Some(s)));
     let (bn, bsub) = b.split_once('/').map_or((b, None), |(n, s)| (n, Some(s)));
     let name = meet(an, bn)?;

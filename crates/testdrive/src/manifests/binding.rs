@@ -457,7 +457,7 @@ mod tests {
     #[test]
     fn a_wildcard_rule_keeps_the_metadata_scope() {
         let m = meta(
-            "rules:\n- {apiGroups: ['*'], apiVersions: ['*'], resources: ['*', '*/*'], operations: [CREATE, DELETE], scope: Namespaced}\n- {apiGroups: [''], apiVersions: [v1], resources: [namespaces], operations: [CREATE]}\n",
+            "rules:\n- {apiGroups: ['*'], apiVersions: ['*'], resources: ['*/*'], operations: [CREATE, DELETE], scope: Namespaced}\n- {apiGroups: [''], apiVersions: [v1], resources: [namespaces], operations: [CREATE]}\n",
         );
         let spec = serde_json::json!({"rules": [
             {"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE"], "scope": "Namespaced"},
