@@ -180,10 +180,22 @@ mod tests {
     fn refused_blocks_name_the_entry() {
         for (raw, message) in [
             (json!({}), "forbiddenLabels: give denied or deniedRegex"),
-            (json!({"denied": ["bad key"]}), "forbiddenLabels.denied[0]: \"bad key\" is not a valid label key"),
-            (json!({"denied": ["a", "a"]}), "forbiddenLabels.denied[1]: duplicate entry \"a\""),
-            (json!({"deniedRegex": "("}), "forbiddenLabels.deniedRegex: invalid regex \"(\""),
-            (json!({"deniedRegex": ["x", "("]}), "forbiddenLabels.deniedRegex[1]: invalid regex \"(\""),
+            (
+                json!({"denied": ["bad key"]}),
+                "forbiddenLabels.denied[0]: \"bad key\" is not a valid label key",
+            ),
+            (
+                json!({"denied": ["a", "a"]}),
+                "forbiddenLabels.denied[1]: duplicate entry \"a\"",
+            ),
+            (
+                json!({"deniedRegex": "("}),
+                "forbiddenLabels.deniedRegex: invalid regex \"(\"",
+            ),
+            (
+                json!({"deniedRegex": ["x", "("]}),
+                "forbiddenLabels.deniedRegex[1]: invalid regex \"(\"",
+            ),
         ] {
             let err = keys(raw, "label").unwrap_err().to_string();
             assert!(err.starts_with(message), "{err}");
@@ -194,7 +206,11 @@ mod tests {
 
     #[test]
     fn only_added_or_changed_forbidden_keys_are_violations() {
-        let k = keys(json!({"denied": ["team"], "deniedRegex": [".*\\.acme\\.net/.*"]}), "label").unwrap();
+        let k = keys(
+            json!({"denied": ["team"], "deniedRegex": [".*\\.acme\\.net/.*"]}),
+            "label",
+        )
+        .unwrap();
         let old = json!({"metadata": {"labels": {"team": "a", "x.acme.net/keep": "1", "x.acme.net/gone": "1"}}});
         let new = json!({"metadata": {"labels": {"team": "b", "x.acme.net/keep": "1", "x.acme.net/new": "2", "free": "z"}}});
         let (new_at, old_at) = (
@@ -202,7 +218,8 @@ mod tests {
             At::new(&old, FieldPath::root("oldObject")),
         );
         let mut v = Verdict::accept();
-        k.judge(&new_at, Some(&old_at), "labels", "label", &mut v).unwrap();
+        k.judge(&new_at, Some(&old_at), "labels", "label", &mut v)
+            .unwrap();
         assert_eq!(
             v.message(),
             "metadata.labels[\"team\"]: label key \"team\" is not allowed (forbidden: names [team], regexes [\".*\\\\.acme\\\\.net/.*\"]); \
@@ -215,7 +232,14 @@ mod tests {
         // removal only: nothing judged
         let mut v = Verdict::accept();
         let none = json!({"metadata": {}});
-        k.judge(&At::new(&none, FieldPath::empty()), Some(&old_at), "labels", "label", &mut v).unwrap();
+        k.judge(
+            &At::new(&none, FieldPath::empty()),
+            Some(&old_at),
+            "labels",
+            "label",
+            &mut v,
+        )
+        .unwrap();
         assert!(v.is_clean());
     }
 
@@ -224,8 +248,17 @@ mod tests {
         let k = keys(json!({"denied": ["team"]}), "label").unwrap();
         let new = json!({"metadata": {"labels": {"team": 1}}});
         let err = k
-            .judge(&At::new(&new, FieldPath::empty()), None, "labels", "label", &mut Verdict::accept())
+            .judge(
+                &At::new(&new, FieldPath::empty()),
+                None,
+                "labels",
+                "label",
+                &mut Verdict::accept(),
+            )
             .unwrap_err();
-        assert_eq!(err.to_string(), "metadata.labels[\"team\"]: expected a string");
+        assert_eq!(
+            err.to_string(),
+            "metadata.labels[\"team\"]: expected a string"
+        );
     }
 }

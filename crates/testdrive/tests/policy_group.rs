@@ -310,7 +310,9 @@ fn render(routes: &BTreeSet<Route>) -> String {
     by_kind
         .iter()
         .map(|(kind, ops)| {
-            let (kind, scope) = kind.split_once(", ").map_or((kind.as_str(), ""), |(k, s)| (k, s));
+            let (kind, scope) = kind
+                .split_once(", ")
+                .map_or((kind.as_str(), ""), |(k, s)| (k, s));
             let scope = if scope.is_empty() {
                 String::new()
             } else {

@@ -221,7 +221,10 @@ mod tests {
             "forbiddenAnnotations": {"deniedRegex": "x/.*"}}))
         .unwrap();
         assert!(s.reserved_names.is_empty() && s.labels.protected.is_empty());
-        assert!(s.labels.forbidden.forbids("foo.acme.net/x") && s.labels.forbidden.forbids("a.acme.net/b"));
+        assert!(
+            s.labels.forbidden.forbids("foo.acme.net/x")
+                && s.labels.forbidden.forbids("a.acme.net/b")
+        );
         assert!(!s.labels.forbidden.forbids("acme.net/b"));
         assert!(s.annotations.forbidden.forbids("x/y") && !s.labels.forbidden.forbids("x/y"));
     }

@@ -121,7 +121,10 @@ fn name(request: &AdmissionRequest) -> Result<Name, PolicyError> {
     let metadata = object.get_object("metadata")?;
     let found = |field: &str| -> Result<Option<String>, PolicyError> {
         Ok(match &metadata {
-            Some(m) => m.get_str(field)?.filter(|s| !s.is_empty()).map(str::to_owned),
+            Some(m) => m
+                .get_str(field)?
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
             None => None,
         })
     };
@@ -214,14 +217,36 @@ mod tests {
     #[test]
     fn every_write_of_a_tenant_user_is_refused_with_what_it_was() {
         for (op, kind, resource, expected) in [
-            ("DELETE", ("", "Pod"), "pods", "DELETE of Pod \"web\" in namespace \"solar-dev\""),
-            ("CREATE", ("apps", "Deployment"), "deployments", "CREATE of Deployment \"web\" in namespace \"solar-dev\""),
-            ("UPDATE", ("", "Secret"), "secrets", "UPDATE of Secret \"web\" in namespace \"solar-dev\""),
+            (
+                "DELETE",
+                ("", "Pod"),
+                "pods",
+                "DELETE of Pod \"web\" in namespace \"solar-dev\"",
+            ),
+            (
+                "CREATE",
+                ("apps", "Deployment"),
+                "deployments",
+                "CREATE of Deployment \"web\" in namespace \"solar-dev\"",
+            ),
+            (
+                "UPDATE",
+                ("", "Secret"),
+                "secrets",
+                "UPDATE of Secret \"web\" in namespace \"solar-dev\"",
+            ),
         ] {
-            let v = run(json!({"tenant": "solar"}), request(kind, resource, op, alice()), vec![]).unwrap();
+            let v = run(
+                json!({"tenant": "solar"}),
+                request(kind, resource, op, alice()),
+                vec![],
+            )
+            .unwrap();
             assert_eq!(
                 v.message(),
-                format!("tenant \"solar\" is cordoned: {expected} is refused until the tenant is uncordoned")
+                format!(
+                    "tenant \"solar\" is cordoned: {expected} is refused until the tenant is uncordoned"
+                )
             );
         }
     }
@@ -269,13 +294,32 @@ mod tests {
             json!({"username": "system:serviceaccount:kube-system:namespace-controller"}),
         ] {
             let r = request(("", "Pod"), "pods", "DELETE", user.clone());
-            assert!(run(json!({"tenant": "solar"}), r.clone(), vec![]).unwrap().is_clean(), "{user}");
-            let v = run(json!({"tenant": "solar", "exemptPlatform": false}), r, vec![]).unwrap();
+            assert!(
+                run(json!({"tenant": "solar"}), r.clone(), vec![])
+                    .unwrap()
+                    .is_clean(),
+                "{user}"
+            );
+            let v = run(
+                json!({"tenant": "solar", "exemptPlatform": false}),
+                r,
+                vec![],
+            )
+            .unwrap();
             assert!(!v.is_clean(), "{user}");
         }
         // a service account of that name elsewhere is not the platform's
-        let r = request(("", "Pod"), "pods", "DELETE", json!({"username": "system:serviceaccount:solar-dev:namespace-controller"}));
-        assert!(!run(json!({"tenant": "solar"}), r, vec![]).unwrap().is_clean());
+        let r = request(
+            ("", "Pod"),
+            "pods",
+            "DELETE",
+            json!({"username": "system:serviceaccount:solar-dev:namespace-controller"}),
+        );
+        assert!(
+            !run(json!({"tenant": "solar"}), r, vec![])
+                .unwrap()
+                .is_clean()
+        );
     }
 
     #[test]
@@ -284,8 +328,17 @@ mod tests {
         let ops = request(("", "Pod"), "pods", "DELETE", json!({"username": "ops"}));
         assert!(run(settings.clone(), ops, vec![]).unwrap().is_clean());
         let root = request(("", "Pod"), "pods", "DELETE", json!({"username": "root"}));
-        assert!(run(settings.clone(), root, vec![cluster_admin_binding()]).unwrap().is_clean());
-        let v = run(settings, request(("", "Pod"), "pods", "DELETE", alice()), vec![cluster_admin_binding()]).unwrap();
+        assert!(
+            run(settings.clone(), root, vec![cluster_admin_binding()])
+                .unwrap()
+                .is_clean()
+        );
+        let v = run(
+            settings,
+            request(("", "Pod"), "pods", "DELETE", alice()),
+            vec![cluster_admin_binding()],
+        )
+        .unwrap();
         assert!(!v.is_clean());
     }
 
@@ -296,13 +349,26 @@ mod tests {
         r["object"] = json!({"metadata": {"namespace": "solar-dev"}});
         let err = run(json!({"tenant": "solar"}), r.clone(), vec![]).unwrap_err();
         assert_eq!(err.code(), 400);
-        assert_eq!(err.to_string(), "metadata.name: missing, and request.name is empty: the object written cannot be named");
+        assert_eq!(
+            err.to_string(),
+            "metadata.name: missing, and request.name is empty: the object written cannot be named"
+        );
         r["object"] = json!({"metadata": {"generateName": "cfg-", "namespace": "solar-dev"}});
         let v = run(json!({"tenant": "solar"}), r, vec![]).unwrap();
         assert_eq!(
             v.message(),
             "tenant \"solar\" is cordoned: CREATE of ConfigMap named from generateName \"cfg-\" in namespace \"solar-dev\" is refused until the tenant is uncordoned"
         );
+    }
+
+    /// kwctl refuses a request without its kind, so this is a unit test rather than a case.
+    #[test]
+    fn a_request_without_its_kind_is_malformed() {
+        let mut r = request(("", ""), "pods", "DELETE", alice());
+        r["kind"] = json!({});
+        let err = run(json!({"tenant": "solar"}), r, vec![]).unwrap_err();
+        assert_eq!(err.to_string(), "request.kind: missing");
+        assert_eq!(err.code(), 400);
     }
 
     #[test]
@@ -313,6 +379,9 @@ mod tests {
         r["object"] = Value::Null;
         let err = run(json!({"tenant": "solar"}), r, vec![]).unwrap_err();
         assert_eq!(err.code(), 400);
-        assert!(err.to_string().starts_with("metadata.namespace: missing"), "{err}");
+        assert!(
+            err.to_string().starts_with("metadata.namespace: missing"),
+            "{err}"
+        );
     }
 }

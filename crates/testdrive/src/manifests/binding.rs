@@ -353,7 +353,12 @@ fn rules_within(spec: &Value, known: &[&Value], comments: &[String], out: &mut V
 /// would route the other scope as well (a cordon without `scope: Namespaced` would judge every
 /// cluster-scoped object). A concrete resource has the scope it has; it is not checked here.
 fn covers_scope(metadata_rule: &Value, rule: &Value, resource: &str) -> bool {
-    let scope = |r: &Value| r.get("scope").and_then(Value::as_str).unwrap_or("*").to_owned();
+    let scope = |r: &Value| {
+        r.get("scope")
+            .and_then(Value::as_str)
+            .unwrap_or("*")
+            .to_owned()
+    };
     let limited = scope(metadata_rule);
     limited == "*" || !resource.contains('*') || scope(rule) == limited
 }
