@@ -36,8 +36,9 @@ POLICY_SERVER ?= $(or $(shell command -v policy-server 2> /dev/null),$(if $(KWCT
 SEED_SETTINGS := test_data/pod-toleration-policy/settings/seed.yaml
 SEED_REQUESTS := test_data/pod-toleration-policy/requests
 CAPSULE_DATA := test_data/capsule-bindings
-# Alice's requests shown by make run after the solar Tenant is converted
-SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,pod.json pod-image-gcr.json \
+# Alice's requests shown by make run after the solar Tenant is converted: first her namespace
+# (the tenant label written by the ownership binding), then what she runs in it
+SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,namespace-create-solar-dev.json pod.json pod-image-gcr.json \
   pvc-no-class.json service-node-port.json ingress-host-bank.json gateway-no-class.json \
   claim-gpu-secret.json pod-oil-dev.json)
 

@@ -5,7 +5,7 @@
 //! refusal ends the request there. Then every validating binding judges the final object.
 
 use policy_host::{ClusterObjects, Evaluation, Recorder, SharedCallbacks, shared};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::binding::Binding;
 use crate::catalogue::Policy;
@@ -43,9 +43,37 @@ impl Admission {
     }
 }
 
-/// The Namespace object named by the request (`request.namespace`, else the object's), or an
-/// unlabelled one when the cluster has none of that name; `None` for cluster-scoped requests.
+/// Whether `request` is about a Namespace itself (not a subresource, not its deletion): the
+/// API server then matches namespaceSelectors against the Namespace in the request.
+fn is_namespace_write(request: &Value) -> bool {
+    let field = |p: &str| request.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    field("/resource/group").is_empty()
+        && field("/resource/resource") == "namespaces"
+        && field("/subResource").is_empty()
+        && field("/operation") != "DELETE"
+}
+
+/// The Namespace a binding's namespaceSelector is matched against: the Namespace in the
+/// request when one is created or updated (with the name label the API server sets), else
+/// the one named by the request (`request.namespace`, else the object's), unlabelled when
+/// the cluster has none of that name; `None` for other cluster-scoped requests.
 fn namespace_of(request: &Value, cluster: &ClusterObjects) -> Option<Value> {
+    if is_namespace_write(request) {
+        let mut namespace = request.get("object").cloned().unwrap_or_else(|| json!({}));
+        let name = namespace
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .or_else(|| request.get("name").and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(meta) = namespace.get_mut("metadata").and_then(Value::as_object_mut) {
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(labels) = labels.as_object_mut() {
+                labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+            }
+        }
+        return Some(namespace);
+    }
     let name = [
         "/namespace",
         "/object/metadata/namespace",
@@ -61,28 +89,29 @@ fn namespace_of(request: &Value, cluster: &ClusterObjects) -> Option<Value> {
     Some(
         found
             .cloned()
-            .unwrap_or_else(|| serde_json::json!({"metadata": {"name": name}})),
+            .unwrap_or_else(|| json!({"metadata": {"name": name}})),
     )
 }
 
-/// Judges `request` with every binding the API server would send it to.
+/// Judges `request` with every binding the API server would send it to. Each binding is
+/// matched when its turn comes, against the request as mutated so far (a Namespace labelled
+/// by an earlier binding is routed by that label).
 pub fn admit(
     bindings: &[Binding],
     request: &Value,
     cluster: &ClusterObjects,
     hosts: &mut Hosts,
 ) -> Result<Admission> {
-    let namespace = namespace_of(request, cluster);
-    let mut routed: Vec<&Binding> = bindings
-        .iter()
-        .filter(|b| b.applies(request, namespace.as_ref()))
-        .collect();
-    routed.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut ordered: Vec<&Binding> = bindings.iter().collect();
+    ordered.sort_by(|a, b| a.name.cmp(&b.name));
     // one copy of the objects for every binding; each step records its own reads
     let objects: SharedCallbacks = shared(cluster.clone());
     let mut current = request.clone();
     let mut admission = Admission::default();
-    for binding in routed.iter().filter(|b| b.mutating) {
+    for binding in ordered.iter().filter(|b| b.mutating) {
+        if !binding.applies(&current, namespace_of(&current, cluster).as_ref()) {
+            continue;
+        }
         let step = evaluate(binding, &current, &objects, hosts)?;
         let allowed = step.evaluation.response.allowed;
         if allowed
@@ -96,10 +125,13 @@ pub fn admit(
             return Ok(admission);
         }
     }
-    for binding in routed.iter().filter(|b| !b.mutating) {
-        admission
-            .steps
-            .push(evaluate(binding, &current, &objects, hosts)?);
+    let namespace = namespace_of(&current, cluster);
+    for binding in ordered.iter().filter(|b| !b.mutating) {
+        if binding.applies(&current, namespace.as_ref()) {
+            admission
+                .steps
+                .push(evaluate(binding, &current, &objects, hosts)?);
+        }
     }
     Ok(admission)
 }

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::catalogue::Policy;
 use crate::error::{Error, Result};
+use crate::install::SYSTEM_NAMESPACES;
 use crate::placement::{Written, labels};
 use crate::translate::{Options, Planned};
 
@@ -36,6 +37,20 @@ pub fn binding_name(tenant: &str, policy: &Policy) -> String {
     format!("{tenant}-{}", policy.short)
 }
 
+/// The name of the binding `planned` for `tenant` (`solar-priority-class`,
+/// `solar-container-registry-rule-0`).
+pub fn planned_name(tenant: &str, planned: &Planned) -> String {
+    match &planned.suffix {
+        Some(suffix) => format!("{}-{suffix}", binding_name(tenant, planned.policy)),
+        None => binding_name(tenant, planned.policy),
+    }
+}
+
+/// The cluster-wide namespace ownership binding. The API server calls mutating webhooks in
+/// the order of their names, so the name sorts before every tenant's: its tenant label is
+/// written before the tenant's own Namespace bindings are matched.
+pub const OWNERSHIP_BINDING: &str = "0-tenancy-namespace-ownership";
+
 /// The ClusterAdmissionPolicy binding a planned policy to the namespaces labelled
 /// `options.tenant_label: tenant`, placed as `options.placement` says; `mutating`,
 /// `backgroundAudit`, `contextAwareResources`, the audit annotations and (unless the plan
@@ -59,16 +74,60 @@ pub fn manifest(
             rules
         }
     };
+    let mut expressions =
+        vec![json!({"key": options.tenant_label, "operator": "In", "values": [tenant]})];
+    expressions.extend(planned.selector.iter().cloned());
     let written = Written {
-        name: binding_name(tenant, policy),
+        name: planned_name(tenant, planned),
         labels: object_labels,
         module: source.module(policy),
         mutating: planned.mutating.unwrap_or(metadata.mutating),
         rules,
-        namespace_selector: json!({"matchExpressions": [{"key": options.tenant_label, "operator": "In", "values": [tenant]}]}),
+        namespace_selector: json!({ "matchExpressions": expressions }),
         settings: planned.settings.clone(),
+        mode: planned.mode,
     };
     Ok(options.placement.binding(written, &metadata))
+}
+
+/// The cluster-wide binding of namespace-organization-policy holding every Tenant's owners
+/// (`entries`): a Namespace has no tenant label before it is assigned, so no tenant's
+/// `namespaceSelector` can route its CREATE. It skips the system namespaces the baseline
+/// skips and exempts `cluster-admin`.
+pub fn ownership_manifest(
+    entries: Vec<Value>,
+    options: &Options,
+    source: &ModuleSource,
+) -> Result<Value> {
+    let policy = Policy::find("namespace-organization")
+        .ok_or_else(|| Error::Invalid("namespace-organization-policy is not bundled".into()))?;
+    let metadata = policy.metadata()?;
+    let mut rules = metadata.rules.clone();
+    rules.extend(policy.opt_in_rules(&options.placement.opt_in)?);
+    let mut skipped: Vec<&str> = SYSTEM_NAMESPACES.to_vec();
+    skipped.push("kubewarden");
+    skipped.sort_unstable();
+    let written = Written {
+        name: OWNERSHIP_BINDING.to_owned(),
+        labels: labels("ownership"),
+        module: source.module(policy),
+        mutating: metadata.mutating,
+        rules,
+        namespace_selector: json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": skipped}]}),
+        settings: ownership_settings(entries, options),
+        mode: None,
+    };
+    Ok(options.placement.binding(written, &metadata))
+}
+
+/// The ownership binding's settings: the tenant label, every Tenant's owners, administrators
+/// exempt.
+pub fn ownership_settings(entries: Vec<Value>, options: &Options) -> Value {
+    json!({
+        "organizationLabel": options.tenant_label,
+        "owners": entries,
+        "exemptPrincipals": {"clusterRoles": ["cluster-admin"]},
+    })
 }
 
 /// Several manifests as one YAML stream for `kubectl apply -f`.
@@ -243,12 +302,7 @@ mod tests {
     }
 
     fn plan(short: &str, settings: Value) -> Planned {
-        Planned {
-            policy: Policy::find(short).unwrap(),
-            settings,
-            rules: None,
-            mutating: None,
-        }
+        Planned::new(Policy::find(short).unwrap(), settings)
     }
 
     #[test]

@@ -46,7 +46,7 @@ impl Policy {
 }
 
 /// The policies, in the order their bindings are written.
-pub const POLICIES: [Policy; 12] = [
+pub const POLICIES: [Policy; 16] = [
     Policy {
         name: "node-selector-policy",
         short: "node-selector",
@@ -118,6 +118,30 @@ pub const POLICIES: [Policy; 12] = [
         short: "protected-objects",
         enforces: "the tenant's NetworkPolicies",
         metadata_yml: include_str!("../../../policies/protected-objects-policy/metadata.yml"),
+    },
+    Policy {
+        name: "namespace-quota-policy",
+        short: "namespace-quota",
+        enforces: "the tenant's namespace quota (`namespaceOptions.quota`)",
+        metadata_yml: include_str!("../../../policies/namespace-quota-policy/metadata.yml"),
+    },
+    Policy {
+        name: "namespace-metadata-policy",
+        short: "namespace-metadata",
+        enforces: "forbidden labels and annotations of the tenant's namespaces",
+        metadata_yml: include_str!("../../../policies/namespace-metadata-policy/metadata.yml"),
+    },
+    Policy {
+        name: "pod-restriction-policy",
+        short: "pod-restriction",
+        enforces: "QoS classes and schedulers of a rule's workloads",
+        metadata_yml: include_str!("../../../policies/pod-restriction-policy/metadata.yml"),
+    },
+    Policy {
+        name: "namespace-organization-policy",
+        short: "namespace-organization",
+        enforces: "which tenant a new namespace belongs to (every Tenant's owners, one cluster-wide binding)",
+        metadata_yml: include_str!("../../../policies/namespace-organization-policy/metadata.yml"),
     },
 ];
 

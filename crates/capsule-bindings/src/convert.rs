@@ -4,7 +4,11 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::binding::{ModuleSource, binding_name, manifest, to_yaml};
+use crate::binding::{
+    ModuleSource, OWNERSHIP_BINDING, manifest, ownership_manifest, ownership_settings, planned_name,
+    to_yaml,
+};
+use crate::catalogue::Policy;
 use crate::error::Result;
 use crate::hosts::Hosts;
 use crate::report::{Report, ReportKind};
@@ -63,6 +67,7 @@ pub fn convert_from(
         errors: Vec::new(),
     };
     let mut seen = BTreeSet::new();
+    let mut owners = Vec::new();
     for tenant in tenants {
         if !seen.insert(tenant.name.as_str()) {
             conversion.errors.push(Report {
@@ -77,11 +82,12 @@ pub fn convert_from(
         let translation = translate(tenant, options);
         conversion.reports.extend(translation.reports);
         conversion.errors.extend(translation.errors);
+        owners.extend(translation.owners);
         for planned in translation.planned {
             if let Some(message) = hosts.refusal(planned.policy, &planned.settings)? {
                 conversion.errors.push(Report {
                     tenant: tenant.name.clone(),
-                    path: format!("binding {}", binding_name(&tenant.name, planned.policy)),
+                    path: format!("binding {}", planned_name(&tenant.name, &planned)),
                     kind: ReportKind::Invalid,
                     message: format!(
                         "{} refused the settings {}: {message}",
@@ -96,5 +102,39 @@ pub fn convert_from(
                 .push(manifest(&tenant.name, options, &planned, source)?);
         }
     }
+    if options.ownership && !owners.is_empty() {
+        ownership(owners, options, source, hosts, &mut conversion)?;
+    }
     Ok(conversion)
+}
+
+/// The ownership binding of every converted Tenant's owners, checked by its policy.
+fn ownership(
+    owners: Vec<Value>,
+    options: &Options,
+    source: &ModuleSource,
+    hosts: &mut Hosts,
+    conversion: &mut Conversion,
+) -> Result<()> {
+    let Some(policy) = Policy::find("namespace-organization") else {
+        return Ok(());
+    };
+    let tenants: Vec<&str> = owners
+        .iter()
+        .filter_map(|o| o.get("tenant").and_then(Value::as_str))
+        .collect();
+    let settings = ownership_settings(owners.clone(), options);
+    if let Some(message) = hosts.refusal(policy, &settings)? {
+        conversion.errors.push(Report {
+            tenant: tenants.join(", "),
+            path: format!("binding {OWNERSHIP_BINDING}"),
+            kind: ReportKind::Invalid,
+            message: format!("{} refused the owners: {message}", policy.name),
+        });
+        return Ok(());
+    }
+    conversion
+        .bindings
+        .insert(0, ownership_manifest(owners, options, source)?);
+    Ok(())
 }

@@ -273,6 +273,7 @@ fn baseline_binding(
         rules,
         namespace_selector: json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": skipped}]}),
         settings,
+        mode: None,
     };
     Ok(options.placement.binding(written, &metadata))
 }

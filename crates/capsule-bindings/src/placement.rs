@@ -188,6 +188,8 @@ pub struct Written {
     pub namespace_selector: Value,
     /// `spec.settings`.
     pub settings: Value,
+    /// `spec.mode` when the binding has its own, else the placement's.
+    pub mode: Option<Mode>,
 }
 
 impl Placement {
@@ -196,6 +198,9 @@ impl Placement {
         let mut spec = Map::new();
         spec.insert("module".into(), json!(written.module));
         self.place(&mut spec);
+        if let Some(mode) = written.mode {
+            spec.insert("mode".into(), json!(mode.to_string()));
+        }
         spec.insert("mutating".into(), json!(written.mutating));
         spec.insert("backgroundAudit".into(), json!(metadata.background_audit));
         spec.insert("rules".into(), Value::Array(written.rules));

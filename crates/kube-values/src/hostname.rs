@@ -150,19 +150,9 @@ impl HostnameAllowList {
                 "the hostname allow-list needs allowed or allowedRegex (write `allowed: []` to forbid every hostname)",
             ));
         }
-        let names = raw.allowed.unwrap_or_default();
-        check_entries(&names)?;
-        no_duplicate_names("allowed", &names)?;
-        let compiled = match raw.allowed_regex {
-            None => Vec::new(),
-            Some(OneOrMany::One(pattern)) => regexes("allowedRegex", &[pattern])
-                .map_err(|e| SettingsError::new("allowedRegex", e.problem))?,
-            Some(OneOrMany::Many(patterns)) => regexes("allowedRegex", &patterns)?,
-        };
-        // Validated names are already lower-case; lower-casing in place (no allocation)
-        // keeps the set case-insensitive for settings that skipped validation.
+        let fields = ("allowed", "allowedRegex");
         Ok(HostnameAllowList {
-            matcher: StringMatcher::new(names.into_ascii_lowercase(), compiled),
+            matcher: hostname_matcher(raw.allowed, raw.allowed_regex, fields)?,
         })
     }
 
@@ -174,28 +164,120 @@ impl HostnameAllowList {
     /// What is allowed, in settings order, as rejections show it:
     /// `[a.com, b.com], regex [x\.a\.com]`, `regex [..]`, or `none`.
     pub fn describe(&self) -> String {
-        let names = self.matcher.names();
-        let patterns = self.matcher.regex_list();
-        let regex = || {
-            let shown = patterns.iter().map(|r| r.pattern());
-            format!("regex {}", message::bracketed(shown))
-        };
-        match (names.is_empty(), patterns.is_empty()) {
-            (true, true) => "none".to_owned(),
-            (false, true) => message::bracketed(names.iter()),
-            (true, false) => regex(),
-            (false, false) => format!("{}, {}", message::bracketed(names.iter()), regex()),
-        }
+        describe(&self.matcher)
     }
 }
 
-/// Refuses the first invalid name at `allowed[i]` (skipped when settings are re-read).
-fn check_entries(names: &NameList) -> Result<(), SettingsError> {
+/// A deny-list of hostnames as written in settings (`{denied, deniedRegex}`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawHostnameDenyList {
+    /// Exact hostnames (wildcards `*.a.com` are matched literally).
+    #[serde(default)]
+    pub denied: Option<NameList>,
+    /// Full-match regexes over the normal form of the hostname (a string or a list).
+    #[serde(default)]
+    pub denied_regex: Option<OneOrMany>,
+}
+
+/// A validated hostname deny-list, matched as [`HostnameAllowList`] is: exact names in
+/// their normal form ([`normalize`]), full-match regexes over the normal form.
+///
+/// ```
+/// use kube_values::hostname::HostnameDenyList;
+/// use serde_json::json;
+/// let list = HostnameDenyList::parse(&json!({
+///     "denied": ["admin.acme.com"], "deniedRegex": ".*\\.internal\\.acme\\.com"})).unwrap();
+/// assert!(list.denies("Admin.acme.com.") && list.denies("db.internal.acme.com"));
+/// assert!(!list.denies("www.acme.com") && !list.denies("internal.acme.com"));
+/// assert_eq!(list.describe(), "[admin.acme.com], regex [.*\\.internal\\.acme\\.com]");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostnameDenyList {
+    matcher: StringMatcher,
+}
+
+impl HostnameDenyList {
+    /// Decodes and validates a deny-list block (errors name the path inside the block).
+    pub fn parse<'a>(raw: impl Into<Raw<'a>>) -> Result<Self, SettingsError> {
+        Self::build(decode::<RawHostnameDenyList>(raw)?)
+    }
+
+    /// Validates decoded settings as [`HostnameAllowList::build`] does: a block with
+    /// neither field is refused (it would deny nothing), names valid and listed once,
+    /// regexes compiled.
+    pub fn build(raw: RawHostnameDenyList) -> Result<Self, SettingsError> {
+        if raw.denied.is_none() && raw.denied_regex.is_none() {
+            return Err(SettingsError::new(
+                "",
+                "the hostname deny-list needs denied or deniedRegex (leave the block out to deny no hostname)",
+            ));
+        }
+        let fields = ("denied", "deniedRegex");
+        Ok(HostnameDenyList {
+            matcher: hostname_matcher(raw.denied, raw.denied_regex, fields)?,
+        })
+    }
+
+    /// Whether `host` is denied: its normal form is listed or fully matches a regex.
+    pub fn denies(&self, host: &str) -> bool {
+        self.matcher.matches(&normalize(host))
+    }
+
+    /// What is denied, in settings order, as rejections show it (as
+    /// [`HostnameAllowList::describe`]).
+    pub fn describe(&self) -> String {
+        describe(&self.matcher)
+    }
+}
+
+/// The matcher of a hostname list whose names are the field `fields.0` and whose regexes
+/// are `fields.1`: names valid and listed once (not checked when settings are re-read),
+/// regexes compiled.
+fn hostname_matcher(
+    names: Option<NameList>,
+    patterns: Option<OneOrMany>,
+    fields: (&str, &str),
+) -> Result<StringMatcher, SettingsError> {
+    let (names_field, regex_field) = fields;
+    let names = names.unwrap_or_default();
+    check_entries(names_field, &names)?;
+    no_duplicate_names(names_field, &names)?;
+    let compiled = match patterns {
+        None => Vec::new(),
+        Some(OneOrMany::One(pattern)) => regexes(regex_field, &[pattern])
+            .map_err(|e| SettingsError::new(regex_field, e.problem))?,
+        Some(OneOrMany::Many(patterns)) => regexes(regex_field, &patterns)?,
+    };
+    // Validated names are already lower-case; lower-casing in place (no allocation)
+    // keeps the set case-insensitive for settings that skipped validation.
+    Ok(StringMatcher::new(names.into_ascii_lowercase(), compiled))
+}
+
+/// A hostname list in settings order: `[a.com, b.com], regex [x\.a\.com]`, `regex [..]`,
+/// or `none`.
+fn describe(matcher: &StringMatcher) -> String {
+    let names = matcher.names();
+    let patterns = matcher.regex_list();
+    let regex = || {
+        let shown = patterns.iter().map(|r| r.pattern());
+        format!("regex {}", message::bracketed(shown))
+    };
+    match (names.is_empty(), patterns.is_empty()) {
+        (true, true) => "none".to_owned(),
+        (false, true) => message::bracketed(names.iter()),
+        (true, false) => regex(),
+        (false, false) => format!("{}, {}", message::bracketed(names.iter()), regex()),
+    }
+}
+
+/// Refuses the first invalid name at `field[i]` (skipped when settings are re-read).
+fn check_entries(field: &str, names: &NameList) -> Result<(), SettingsError> {
     if is_reread() {
         return Ok(());
     }
     for (i, name) in names.iter().enumerate() {
-        check_entry(name).map_err(|e| SettingsError::new(format!("allowed[{i}]"), e))?;
+        check_entry(name).map_err(|e| SettingsError::new(format!("{field}[{i}]"), e))?;
     }
     Ok(())
 }
@@ -334,6 +416,47 @@ mod tests {
         );
         let many: Vec<String> = (0..30).map(|i| format!("h{i}.com")).collect();
         assert!(d(json!({"allowed": many})).ends_with("h19.com, ... (10 more)]"));
+    }
+
+    #[rstest]
+    #[case(json!({}), "", "needs denied or deniedRegex")]
+    #[case(json!({"denied": ["a.com", "Bad.com"]}), "denied[1]", "lower case")]
+    #[case(json!({"denied": ["a.com", "a.com"]}), "denied[1]", "duplicate entry \"a.com\"")]
+    #[case(json!({"denied": "a.com"}), "denied", "invalid type")]
+    #[case(json!({"deniedRegex": "("}), "deniedRegex", "invalid regex")]
+    #[case(json!({"deniedRegex": ["a", "("]}), "deniedRegex[1]", "invalid regex")]
+    #[case(json!({"allowed": []}), "allowed", "unknown field `allowed`")]
+    fn deny_list_refused(#[case] raw: Value, #[case] path: &str, #[case] problem: &str) {
+        let e = HostnameDenyList::parse(&raw).unwrap_err();
+        assert_eq!(e.path, path, "{e}");
+        assert!(e.problem.contains(problem), "{e}");
+    }
+
+    #[test]
+    fn deny_list_matches_the_normal_form_and_wildcards_literally() {
+        let list = HostnameDenyList::parse(
+            &json!({"denied": ["admin.acme.com", "*.acme.com"], "deniedRegex": "db-[0-9]+\\.acme\\.com"}),
+        )
+        .unwrap();
+        assert!(list.denies("ADMIN.acme.com.") && list.denies("*.acme.com"));
+        assert!(list.denies("db-7.acme.com") && list.denies("DB-7.acme.com."));
+        // wildcards are not expanded, regexes are anchored
+        assert!(!list.denies("www.acme.com") && !list.denies("db-7.acme.com.evil.io"));
+        assert_eq!(
+            list.describe(),
+            "[admin.acme.com, *.acme.com], regex [db-[0-9]+\\.acme\\.com]"
+        );
+        let none = HostnameDenyList::parse(&json!({"denied": []})).unwrap();
+        assert!(!none.denies("admin.acme.com"));
+        assert_eq!(none.describe(), "none");
+    }
+
+    #[test]
+    fn deny_list_reread_skips_syntax_and_still_compares_case_insensitively() {
+        let raw = json!({"denied": ["Admin.acme.com", "Admin.acme.com"]});
+        assert!(HostnameDenyList::parse(&raw).is_err());
+        let list = policy_decode::settings::reread(|| HostnameDenyList::parse(&raw)).unwrap();
+        assert!(list.denies("admin.ACME.com."));
     }
 
     /// A DNS subdomain of one to four labels.

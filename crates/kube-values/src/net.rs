@@ -220,6 +220,45 @@ impl Cidr {
         }
     }
 
+    /// Parses a range read from a request (`spec.loadBalancerSourceRanges[0]`):
+    /// `address/prefix` or a single address, by the same rules as [`Cidr::parse`] except
+    /// that host bits below the prefix are cleared rather than refused, as the API server
+    /// accepts `10.0.0.1/8` for the range `10.0.0.0/8`.
+    ///
+    /// ```
+    /// use kube_values::net::Cidr;
+    /// assert_eq!(Cidr::parse_masked("10.0.0.1/8").unwrap(), Cidr::parse("10.0.0.0/8").unwrap());
+    /// assert!(Cidr::parse_masked("10.0.0.0/33").is_err() && Cidr::parse_masked(" 10.0.0.0/8").is_err());
+    /// ```
+    pub fn parse_masked(text: &str) -> Result<Self, NetError> {
+        let bytes = text.as_bytes();
+        let read = written_at(bytes).and_then(|(address, end)| {
+            let width = address.width();
+            let prefix = match bytes.get(end..) {
+                Some([]) => width,
+                Some([b'/', digits @ ..]) => parse_prefix(digits, width)?,
+                _ => return None,
+            };
+            Some(address.masked(prefix).range(prefix))
+        });
+        // a text with an address and a valid prefix is read, so the refusal is never
+        // about host bits
+        read.ok_or_else(|| Self::refusal(text))
+    }
+
+    /// Whether every address of `other` lies in this range: same family, a prefix no
+    /// longer than `other`'s, and `other`'s network inside.
+    ///
+    /// ```
+    /// use kube_values::net::Cidr;
+    /// let net = Cidr::parse("10.0.0.0/8").unwrap();
+    /// assert!(net.covers(&Cidr::parse("10.1.0.0/16").unwrap()) && net.covers(&net));
+    /// assert!(!net.covers(&Cidr::parse("0.0.0.0/0").unwrap()));
+    /// ```
+    pub fn covers(&self, other: &Cidr) -> bool {
+        self.prefix <= other.prefix && self.contains(other.network)
+    }
+
     /// The single-host range of `address` (/32 or /128).
     pub fn host(address: IpAddress) -> Self {
         let prefix = match address {
@@ -715,6 +754,20 @@ impl CidrList {
         self.index().contains(address)
     }
 
+    /// Whether `range` lies entirely in one of the entries (one lookup per prefix length
+    /// of its family no longer than `range`'s).
+    ///
+    /// ```
+    /// use kube_values::net::{Cidr, CidrList};
+    /// let list: CidrList = serde_json::from_str(r#"["10.0.0.0/16", "10.1.0.0/24"]"#).unwrap();
+    /// let covers = |r: &str| list.contains_range(&Cidr::parse(r).unwrap());
+    /// assert!(covers("10.0.3.0/24") && covers("10.1.0.128/25") && covers("10.0.0.1"));
+    /// assert!(!covers("10.1.0.0/16") && !covers("10.0.0.0/8") && !covers("::/0"));
+    /// ```
+    pub fn contains_range(&self, range: &Cidr) -> bool {
+        self.index().contains_range(range)
+    }
+
     /// The index of the first entry that is the same range as an earlier one
     /// (`10.0.0.5` and `::ffff:10.0.0.5` are the same).
     pub fn first_duplicate(&self) -> Option<usize> {
@@ -921,6 +974,29 @@ impl Index {
                 let long = |(p, set): &(u8, HashSet<(u64, u64), Mix>)| {
                     let network = a & mask_128(*p);
                     set.contains(&((network >> 64) as u64, network as u64))
+                };
+                self.v6_short.sets.iter().any(short) || self.v6_long.sets.iter().any(long)
+            }
+        }
+    }
+
+    /// Whether an entry holds every address of `range`: one lookup per prefix length of
+    /// its family no longer than `range`'s.
+    fn contains_range(&self, range: &Cidr) -> bool {
+        let within = range.prefix;
+        match range.network {
+            IpAddress::V4(a) => self
+                .v4
+                .sets
+                .iter()
+                .any(|(p, set)| *p <= within && set.contains(&(a & mask_32(*p)))),
+            IpAddress::V6(a) => {
+                let short = |(p, set): &(u8, HashSet<u64, Mix>)| {
+                    *p <= within && set.contains(&(((a & mask_128(*p)) >> 64) as u64))
+                };
+                let long = |(p, set): &(u8, HashSet<(u64, u64), Mix>)| {
+                    let network = a & mask_128(*p);
+                    *p <= within && set.contains(&((network >> 64) as u64, network as u64))
                 };
                 self.v6_short.sets.iter().any(short) || self.v6_long.sets.iter().any(long)
             }
@@ -1324,6 +1400,33 @@ mod tests {
         (any::<u128>(), 0u8..=128)
     }
 
+    #[test]
+    fn masked_ranges_refuse_what_entries_refuse_but_host_bits() {
+        for text in [
+            "",
+            " 10.0.0.0/8",
+            "10.0.0.0/33",
+            "10.0.0.0/08",
+            "010.0.0.0/8",
+            "fe80::/10%x",
+            "10.1/16",
+            "10.0.0.0/",
+        ] {
+            let refused = Cidr::parse_masked(text).unwrap_err();
+            assert!(!matches!(refused, NetError::HostBits { .. }), "{text}");
+            assert_eq!(refused, Cidr::parse(text).unwrap_err(), "{text}");
+        }
+        assert_eq!(Cidr::parse_masked("10.0.0.5").unwrap(), cidr("10.0.0.5"));
+        assert_eq!(
+            Cidr::parse_masked("::ffff:10.0.0.1/104").unwrap(),
+            cidr("10.0.0.0/8")
+        );
+        assert_eq!(
+            Cidr::parse_masked("2001:db8::1/32").unwrap(),
+            cidr("2001:db8::/32")
+        );
+    }
+
     proptest! {
         /// An IPv4 address is in a range iff it lies between the network and its last
         /// address (a numeric oracle, not the mask).
@@ -1411,6 +1514,48 @@ mod tests {
             for a in probes {
                 let scan = ranges.iter().any(|c| c.contains(a));
                 prop_assert_eq!(list.contains(a), scan, "{}", a);
+            }
+        }
+
+        /// Range containment answers as a scan of every entry with [`Cidr::covers`] would,
+        /// and `covers` is the numeric interval inclusion.
+        #[test]
+        fn range_containment_is_a_scan(
+            entries in proptest::collection::vec(prop_oneof![
+                (0u32..4, 0u8..=32).prop_map(|(b, p)| (u128::from(b << 28 | b) | MAPPED_NETWORK, p + 96)),
+                (0u128..4, 0u8..=128).prop_map(|(b, p)| (b << 120 | b, p)),
+            ], 0..30),
+            probes in proptest::collection::vec(prop_oneof![
+                (0u32..4, any::<u16>(), 0u8..=32).prop_map(|(b, low, p)| (u128::from(b << 28 | u32::from(low)) | MAPPED_NETWORK, p + 96)),
+                (0u128..4, any::<u16>(), 0u8..=128).prop_map(|(b, low, p)| (b << 120 | u128::from(low), p)),
+            ], 1..20),
+        ) {
+            let range = |(b, p): (u128, u8)| Written::V6(b & mask_128(p)).range(p);
+            let ranges: Vec<Cidr> = entries.into_iter().map(range).collect();
+            let list = CidrList::new(ranges.clone());
+            for probe in probes.into_iter().map(range) {
+                let scan = ranges.iter().any(|c| c.covers(&probe));
+                prop_assert_eq!(list.contains_range(&probe), scan, "{}", probe);
+                for c in &ranges {
+                    let interval = |r: &Cidr| match r.network {
+                        IpAddress::V4(n) => (u128::from(n), u128::from(n | !mask_32(r.prefix)), 4),
+                        IpAddress::V6(n) => (n, n | !mask_128(r.prefix), 6),
+                    };
+                    let ((lo, hi, f), (plo, phi, pf)) = (interval(c), interval(&probe));
+                    prop_assert_eq!(c.covers(&probe), f == pf && lo <= plo && phi <= hi, "{} {}", c, probe);
+                }
+            }
+        }
+
+        /// A request range reads as the entry its masked text writes; only host bits
+        /// differ from a settings entry.
+        #[test]
+        fn masked_ranges_are_their_networks((bits, p) in any_v4(), (bits6, p6) in any_v6()) {
+            for (text, masked) in [
+                (format!("{}/{p}", Ipv4Addr::from(bits)), format!("{}/{p}", Ipv4Addr::from(bits & mask_32(p)))),
+                (format!("{}/{p6}", Ipv6Addr::from(bits6)), format!("{}/{p6}", Ipv6Addr::from(bits6 & mask_128(p6)))),
+            ] {
+                prop_assert_eq!(Cidr::parse_masked(&text).unwrap(), cidr(&masked));
             }
         }
 

@@ -14,7 +14,7 @@
 //! pattern text. Any other pattern, or one `regex-lite` refuses, is compiled with `regex`.
 
 use std::cell::OnceCell;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
@@ -33,9 +33,10 @@ pub const REGEX_NEST_LIMIT: u32 = 64;
 
 /// One full-match regex over a whole value.
 ///
-/// Settings regexes are allow-list entries only: a value is allowed when a regex matches it.
 /// A pattern that cannot be compiled (possible only for settings that skipped
-/// `validate_settings`) therefore matches nothing, which refuses the value.
+/// `validate_settings`) matches nothing in an allow-list ([`FullMatch::is_match`]), which
+/// refuses the value, and everything in a deny-list ([`FullMatch::denies`]), which refuses
+/// it too.
 #[derive(Debug, Clone)]
 pub struct FullMatch {
     pattern: String,
@@ -160,13 +161,25 @@ impl FullMatch {
 
     /// Whether the whole of `s` matches the pattern.
     pub fn is_match(&self, s: &str) -> bool {
+        self.matches(s, false)
+    }
+
+    /// Whether the whole of `s` matches the pattern, for deny-lists: a pattern that cannot
+    /// be compiled (settings that skipped `validate_settings`) matches every value, so a
+    /// deny-list fails closed.
+    pub fn denies(&self, s: &str) -> bool {
+        self.matches(s, true)
+    }
+
+    /// Whether `s` matches; `invalid` is the answer for a pattern that cannot be compiled.
+    fn matches(&self, s: &str, invalid: bool) -> bool {
         if let Some(simple) = &self.simple {
             return simple.is_match(s);
         }
         self.compiled
             .get_or_init(|| compile(&self.pattern))
             .as_ref()
-            .is_some_and(|re| re.is_match(s))
+            .map_or(invalid, |re| re.is_match(s))
     }
 }
 
@@ -286,8 +299,10 @@ pub fn regexes(path: &str, patterns: &[String]) -> Result<Vec<FullMatch>, Settin
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PatternList {
     all: Vec<FullMatch>,
-    literals: HashSet<String>,
-    prefixes: HashSet<String>,
+    /// Literal patterns, each with the index of its first occurrence in `all`.
+    literals: HashMap<String, usize>,
+    /// `prefix.*` patterns, each with the index of its first occurrence in `all`.
+    prefixes: HashMap<String, usize>,
     /// The distinct lengths (bytes) of `prefixes`.
     prefix_lengths: BTreeSet<usize>,
     /// Indices into `all` of the patterns neither literal nor `prefix.*`.
@@ -301,11 +316,11 @@ impl PatternList {
         for (i, p) in patterns.iter().enumerate() {
             match &p.simple {
                 Some(Simple::Literal(text)) => {
-                    list.literals.insert(text.clone());
+                    list.literals.entry(text.clone()).or_insert(i);
                 }
                 Some(Simple::Prefix(text)) => {
                     list.prefix_lengths.insert(text.len());
-                    list.prefixes.insert(text.clone());
+                    list.prefixes.entry(text.clone()).or_insert(i);
                 }
                 None => list.others.push(i),
             }
@@ -316,15 +331,54 @@ impl PatternList {
 
     /// Whether a pattern matches the whole of `s`.
     pub fn is_match(&self, s: &str) -> bool {
-        self.literals.contains(s)
-            || self.prefix_lengths.iter().any(|&n| {
-                s.get(..n).is_some_and(|head| self.prefixes.contains(head))
-                    && !s.get(n..).unwrap_or_default().contains('\n')
-            })
+        self.literals.contains_key(s)
+            || self
+                .prefix_lengths
+                .iter()
+                .any(|&n| self.prefix_at(s, n).is_some())
             || self
                 .others
                 .iter()
                 .any(|&i| self.all.get(i).is_some_and(|r| r.is_match(s)))
+    }
+
+    /// The index of the `prefix.*` pattern matching `s` by its first `n` bytes, if any.
+    fn prefix_at(&self, s: &str, n: usize) -> Option<usize> {
+        let i = s.get(..n).and_then(|head| self.prefixes.get(head))?;
+        (!s.get(n..).unwrap_or_default().contains('\n')).then_some(*i)
+    }
+
+    /// The first pattern, in settings order, that matches the whole of `s`, for deny-lists:
+    /// a pattern that cannot be compiled matches every value ([`FullMatch::denies`]). Costs
+    /// as [`PatternList::is_match`]: the other patterns are tried only before the first
+    /// literal or prefix that matches.
+    ///
+    /// ```
+    /// use policy_decode::matcher::{PatternList, regexes};
+    /// let list = PatternList::new(regexes("blacklistRegex", &["x[0-9]+".into(), "x1".into(), "x.*".into()]).unwrap());
+    /// assert_eq!(list.first_denying("x1").map(|p| p.pattern()), Some("x[0-9]+"));
+    /// assert_eq!(list.first_denying("xa").map(|p| p.pattern()), Some("x.*"));
+    /// assert!(list.first_denying("y").is_none());
+    /// ```
+    pub fn first_denying(&self, s: &str) -> Option<&FullMatch> {
+        let simple = self
+            .literals
+            .get(s)
+            .copied()
+            .into_iter()
+            .chain(
+                self.prefix_lengths
+                    .iter()
+                    .filter_map(|&n| self.prefix_at(s, n)),
+            )
+            .min();
+        let other = self
+            .others
+            .iter()
+            .take_while(|&&i| simple.is_none_or(|first| i < first))
+            .find(|&&i| self.all.get(i).is_some_and(|r| r.denies(s)))
+            .copied();
+        other.or(simple).and_then(|i| self.all.get(i))
     }
 
     /// Whether there is no pattern.
@@ -455,6 +509,35 @@ mod tests {
                 prop_assert_eq!(list.is_match(p), compiled.iter().any(|r| r.is_match(p)), "{:?}", p);
             }
         }
+    }
+
+    proptest! {
+        /// The first denying pattern is the first in settings order that matches, as a scan
+        /// would find it.
+        #[test]
+        fn first_denying_is_the_first_match(
+            patterns in proptest::collection::vec(r"[ab\\.*/-]{0,4}", 0..8),
+            probes in proptest::collection::vec("[ab./\n-]{0,5}", 1..8),
+        ) {
+            let compiled: Vec<FullMatch> = patterns.iter().filter_map(|p| FullMatch::new(p).ok()).collect();
+            let list = PatternList::new(compiled.clone());
+            for p in &probes {
+                let expected = compiled.iter().find(|r| r.is_match(p)).map(FullMatch::pattern);
+                prop_assert_eq!(list.first_denying(p).map(FullMatch::pattern), expected, "{:?}", p);
+            }
+        }
+    }
+
+    #[test]
+    fn uncompilable_patterns_allow_nothing_and_deny_everything() {
+        // only settings that skipped validation can hold one: re-read ones are not checked
+        let broken = crate::settings::reread(|| FullMatch::new("a(").unwrap());
+        assert!(!broken.is_match("a("));
+        assert!(broken.denies("anything"));
+        let list = PatternList::new(vec![FullMatch::new("b").unwrap(), broken]);
+        assert_eq!(list.first_denying("b").map(FullMatch::pattern), Some("b"));
+        assert_eq!(list.first_denying("c").map(FullMatch::pattern), Some("a("));
+        assert!(!list.is_match("c"));
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! README rules 1 and 2: the hostnames an Ingress publishes (rule hosts and TLS hosts) must
-//! be allowed, a rule without host or an Ingress made only of a default backend serves every
-//! hostname, and wildcard hosts need `allowWildcardHostnames` (`docs/semantics.md#hostnames`).
+//! README rules 1, 2 and 12: the hostnames an Ingress publishes (rule hosts and TLS hosts)
+//! must be allowed and not denied, a rule without host or an Ingress made only of a default
+//! backend serves every hostname, and wildcard hosts need `allowWildcardHostnames`
+//! (`docs/semantics.md#hostnames`).
 
 use std::cell::OnceCell;
 
-use kube_values::hostname::{HostnameAllowList, is_wildcard};
+use kube_values::hostname::{HostnameAllowList, HostnameDenyList, is_wildcard};
 use policy_decode::FieldPath;
 
 use crate::ingress::{Rule, TlsHost};
@@ -34,9 +35,25 @@ impl Allowed<'_> {
     }
 }
 
-/// README rules 1 and 2 over every TLS host and rule host, in document order.
+/// A deny-list with its description, written once per request at most.
+struct Denied<'s> {
+    list: &'s HostnameDenyList,
+    described: OnceCell<String>,
+}
+
+impl Denied<'_> {
+    fn describe(&self) -> &str {
+        self.described.get_or_init(|| self.list.describe())
+    }
+}
+
+/// README rules 1, 2 and 12 over every TLS host and rule host, in document order.
 pub fn judge(hosts: &Hostnames<'_, '_>, settings: &Settings, report: &mut Report) {
     let allowed = settings.allowed_hostnames.as_ref().map(|list| Allowed {
+        list,
+        described: OnceCell::new(),
+    });
+    let denied = settings.denied_hostnames.as_ref().map(|list| Denied {
         list,
         described: OnceCell::new(),
     });
@@ -47,6 +64,9 @@ pub fn judge(hosts: &Hostnames<'_, '_>, settings: &Settings, report: &mut Report
         let part = Part::Tls(tls.entry);
         if let Some(allowed) = &allowed {
             allowed_host(tls.host, &tls.path(), part, allowed, report);
+        }
+        if let Some(denied) = &denied {
+            denied_host(tls.host, &tls.path(), part, denied, report);
         }
         wildcard(tls.host, &tls.path(), part, settings, report);
     }
@@ -65,6 +85,9 @@ pub fn judge(hosts: &Hostnames<'_, '_>, settings: &Settings, report: &mut Report
                 allowed_host(host, &rule.host_path(), part, allowed, report)
             }
             (_, None) => {}
+        }
+        if let (Some(host), Some(denied)) = (rule.host, &denied) {
+            denied_host(host, &rule.host_path(), part, denied, report);
         }
         if let Some(host) = rule.host {
             wildcard(host, &rule.host_path(), part, settings, report);
@@ -109,6 +132,21 @@ fn allowed_host(
             format!(
                 "{host:?} is not an allowed hostname; allowed: {}",
                 allowed.describe()
+            ),
+        );
+    }
+}
+
+/// README rule 12: the host is not listed in `deniedHostnames` and matches none of its
+/// regexes (in its normal form; a wildcard host is compared literally).
+fn denied_host(host: &str, path: &FieldPath, part: Part, denied: &Denied<'_>, report: &mut Report) {
+    if denied.list.denies(host) {
+        report.violation(
+            part,
+            path,
+            format!(
+                "{host:?} is a denied hostname; denied: {}",
+                denied.describe()
             ),
         );
     }

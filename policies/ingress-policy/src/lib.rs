@@ -251,6 +251,54 @@ mod tests {
     }
 
     #[test]
+    fn denied_hosts_are_refused_even_when_allowed() {
+        let settings = json!({
+            "allowedHostnames": {"allowedRegex": ".*\\.acme\\.com"},
+            "deniedHostnames": {"denied": ["admin.acme.com", "*.acme.com"], "deniedRegex": ".*\\.internal\\.acme\\.com"},
+            "allowWildcardHostnames": true
+        });
+        let r = run(
+            "v1",
+            web(json!({
+                "rules": [{"host": "Admin.acme.com."}, {"host": "www.acme.com"}, {"host": "*.acme.com"}],
+                "tls": [{"hosts": ["db.internal.acme.com", "internal.acme.com", "db.internal.evil.io"]}]
+            })),
+            settings.clone(),
+            vec![],
+        );
+        let denied = "denied: [admin.acme.com, *.acme.com], regex [.*\\.internal\\.acme\\.com]";
+        assert_eq!(
+            r.message.unwrap(),
+            format!(
+                "spec.rules[0].host: \"Admin.acme.com.\" is a denied hostname; {denied}; \
+                 spec.rules[2].host: \"*.acme.com\" is a denied hostname; {denied}; \
+                 spec.tls[0].hosts[0]: \"db.internal.acme.com\" is a denied hostname; {denied}; \
+                 spec.tls[0].hosts[2]: \"db.internal.evil.io\" is not an allowed hostname; allowed: regex [.*\\.acme\\.com]"
+            )
+        );
+        // a deny-list alone: the wildcard is denied literally, other hosts pass
+        let settings =
+            json!({"deniedHostnames": {"denied": ["*.acme.com"]}, "allowWildcardHostnames": true});
+        let ok = run(
+            "v1",
+            web(json!({"rules": [{"host": "www.acme.com"}, {"host": "*.solar.acme.com"}]})),
+            settings.clone(),
+            vec![],
+        );
+        assert!(ok.accepted, "{:?}", ok.message);
+        let r = run(
+            "v1",
+            web(json!({"rules": [{"host": "*.acme.com"}]})),
+            settings,
+            vec![],
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some("spec.rules[0].host: \"*.acme.com\" is a denied hostname; denied: [*.acme.com]")
+        );
+    }
+
+    #[test]
     fn default_backend_field_follows_the_version() {
         let settings = json!({"allowedHostnames": {"allowed": ["app.acme.com"]}});
         let backend = json!({"serviceName": "web", "servicePort": 80});

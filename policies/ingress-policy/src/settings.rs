@@ -1,7 +1,9 @@
 //! Settings of ingress-policy: allowed hostnames, wildcard and default-backend switches,
 //! the collision scope, the allowed IngressClasses and `onLookupError`.
 
-use kube_values::hostname::{HostnameAllowList, RawHostnameAllowList};
+use kube_values::hostname::{
+    HostnameAllowList, HostnameDenyList, RawHostnameAllowList, RawHostnameDenyList,
+};
 use kube_values::labels::is_label_key;
 use policy_admission::cluster::OnLookupError;
 use policy_decode::SettingsError;
@@ -47,6 +49,7 @@ impl<'de> Deserialize<'de> for CollisionScope {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
     allowed_hostnames: Option<RawHostnameAllowList>,
+    denied_hostnames: Option<RawHostnameDenyList>,
     allow_wildcard_hostnames: Option<bool>,
     allow_default_backend_only: Option<bool>,
     hostname_collision_scope: Option<CollisionScope>,
@@ -61,6 +64,8 @@ pub struct RawSettings {
 pub struct Settings {
     /// Hostnames the tenant may publish (`None`: any).
     pub allowed_hostnames: Option<HostnameAllowList>,
+    /// Hostnames the tenant may not publish, even when allowed (`None`: none).
+    pub denied_hostnames: Option<HostnameDenyList>,
     /// Hosts starting with `*` are allowed (still judged by `allowed_hostnames`).
     pub allow_wildcard_hostnames: bool,
     /// An Ingress with only a default backend is allowed although hostnames are restricted.
@@ -138,12 +143,17 @@ impl TryFrom<RawSettings> for Settings {
             Some(h) => Some(HostnameAllowList::build(h).map_err(|e| e.under("allowedHostnames"))?),
             None => None,
         };
+        let denied_hostnames = match raw.denied_hostnames {
+            Some(h) => Some(HostnameDenyList::build(h).map_err(|e| e.under("deniedHostnames"))?),
+            None => None,
+        };
         let allowed_classes = match raw.allowed_classes {
             Some(c) => Some(ClassAllowList::build(c, true).map_err(|e| e.under("allowedClasses"))?),
             None => None,
         };
         Ok(Settings {
             allowed_hostnames,
+            denied_hostnames,
             allow_wildcard_hostnames: raw.allow_wildcard_hostnames.unwrap_or(false),
             allow_default_backend_only: raw.allow_default_backend_only.unwrap_or(false),
             hostname_collision_scope: scope,
@@ -167,6 +177,12 @@ mod tests {
     #[case(json!({"allowedHostnames": {"allowed": ["a.com", "a.com"]}}), "allowedHostnames.allowed[1]: duplicate entry \"a.com\"")]
     #[case(json!({"allowedHostnames": {"allowedRegex": "("}}), "allowedHostnames.allowedRegex: invalid regex \"(\"")]
     #[case(json!({"allowedHostnames": {"allowed": ["a.com"], "x": 1}}), "allowedHostnames.x: unknown field `x`")]
+    #[case(json!({"deniedHostnames": {}}), "deniedHostnames: the hostname deny-list needs denied or deniedRegex")]
+    #[case(json!({"deniedHostnames": null}), "deniedHostnames: invalid type: null")]
+    #[case(json!({"deniedHostnames": {"denied": ["Admin.acme.com"]}}), "deniedHostnames.denied[0]: \"Admin.acme.com\" is not a valid hostname: write it in lower case")]
+    #[case(json!({"deniedHostnames": {"denied": ["a.com", "a.com"]}}), "deniedHostnames.denied[1]: duplicate entry \"a.com\"")]
+    #[case(json!({"deniedHostnames": {"deniedRegex": ["x", "("]}}), "deniedHostnames.deniedRegex[1]: invalid regex \"(\"")]
+    #[case(json!({"deniedHostnames": {"allowed": []}}), "deniedHostnames.allowed: unknown field `allowed`")]
     #[case(json!({"hostnameCollisionScope": "tenant"}), "hostnameCollisionScope: \"tenant\" is not one of Cluster, Tenant, Namespace, Disabled")]
     #[case(json!({"hostnameCollisionScope": "Tenant", "tenantLabel": ""}), "tenantLabel: must not be empty")]
     #[case(json!({"hostnameCollisionScope": "Tenant", "tenantLabel": "a b"}), "tenantLabel: \"a b\" is not a valid label key")]
@@ -202,6 +218,7 @@ mod tests {
         assert!(!s.allow_wildcard_hostnames && !s.allow_default_backend_only);
         assert!(s.replace_cluster_default);
         assert!(s.allowed_hostnames.is_none() && s.allowed_classes.is_none());
+        assert!(s.denied_hostnames.is_none());
         assert_eq!(s.on_lookup_error, OnLookupError::Reject);
     }
 

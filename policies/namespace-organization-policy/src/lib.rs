@@ -1,7 +1,8 @@
 //! namespace-organization-policy: every user Namespace and OpenShift Project belongs to an
-//! organization its requester may use — a member's organization for users, the
-//! organization of its own namespace for service accounts — and gets the requester's default
-//! organization written when it names none (APPUiO, README rules 1–6).
+//! organization (a tenant) its requester may use — a tenant it owns (Capsule), a member's
+//! organization for users, the organization of its own namespace for service accounts — and
+//! gets the requester's only tenant, or its default organization, written when it names none
+//! (APPUiO and Capsule, README rules 1–8).
 
 pub mod flows;
 pub mod settings;
@@ -53,6 +54,8 @@ impl Policy for NamespaceOrganizationPolicy {
         let target = Target {
             organization: named_by(&admitted.object, label)?,
             path: FieldPath::root("metadata").field("labels").key(label),
+            name: name_of(&admitted)?,
+            create: request.operation == Operation::Create,
         };
         let old = match request.operation {
             Operation::Update => Some(request.old_object()?),
@@ -106,11 +109,11 @@ fn project(
         username: requester,
         groups: None,
     };
-    flows::user(requester, target, settings, lookups)
+    flows::judge(requester, None, target, settings, lookups)
 }
 
 /// README rule 3: a Namespace is accepted unchanged for an exempt requester, else judged by
-/// the service-account flow or the user flow.
+/// its owners, the service-account flow or the user flow.
 fn namespace(
     request: &AdmissionRequest,
     target: &Target<'_>,
@@ -122,17 +125,25 @@ fn namespace(
         user,
         lookups,
         settings.on_lookup_error,
-        |lookups| match service_account(&user.username)? {
-            Some(account) => flows::service_account(account, target, settings, lookups),
-            None => {
-                let requester = Requester {
-                    username: &user.username,
-                    groups: Some(&user.groups),
-                };
-                flows::user(requester, target, settings, lookups)
-            }
+        |lookups| {
+            let account = service_account(&user.username)?;
+            let requester = Requester {
+                username: &user.username,
+                groups: Some(&user.groups),
+            };
+            flows::judge(requester, account, target, settings, lookups)
         },
     )
+}
+
+/// The object's `metadata.name` (a string when present, 400 otherwise), else the request's
+/// name; empty when neither is given.
+fn name_of<'r>(admitted: &Admitted<'r>) -> Result<&'r str, PolicyError> {
+    let written = match admitted.object.get_object("metadata")? {
+        Some(metadata) => metadata.get_str("name")?,
+        None => None,
+    };
+    Ok(written.unwrap_or(admitted.request.name.as_str()))
 }
 
 /// The namespace and name of a service-account username: exactly four `:`-separated
@@ -169,7 +180,10 @@ mod tests;
 policy_admission::robustness_tests!(
     NamespaceOrganizationPolicy,
     policy_admission::testing::Robustness {
-        settings: serde_json::json!({"exemptPrincipals": {"clusterRoles": ["cluster-admin"]}}),
+        settings: serde_json::json!({"defaultOrganization": {}, "membership": {},
+            "owners": [{"tenant": "solar", "users": ["alice"], "forceTenantPrefix": true},
+                {"tenant": "oil", "users": ["alice"]}],
+            "exemptPrincipals": {"clusterRoles": ["cluster-admin"]}}),
         kinds: &[
             ("", "v1", "Namespace"),
             ("project.openshift.io", "v1", "Project")
@@ -191,7 +205,10 @@ policy_admission::robustness_tests!(
             "u",
             "system:serviceaccount:acme-ci:deployer",
             "system:serviceaccount:a:b:c",
-            "kube:admin"
+            "kube:admin",
+            "alice",
+            "solar",
+            "solar-dev"
         ],
         cluster: vec![
             serde_json::json!({"apiVersion": "user.openshift.io/v1", "kind": "User",

@@ -1,6 +1,7 @@
-//! Settings of namespace-organization-policy: the organization label, where a user's
-//! default organization is read, how membership is proven, the Project requester
-//! annotation, `exemptPrincipals` and `onLookupError` (README "Settings").
+//! Settings of namespace-organization-policy: the organization label, the tenants' owners and
+//! Capsule's `forceTenantPrefix`, where a user's default organization is read (opt-in), how
+//! membership is proven (opt-in), the Project requester annotation, `exemptPrincipals` and
+//! `onLookupError` (README "Settings").
 
 use policy_admission::cluster::OnLookupError;
 use policy_decode::SettingsError;
@@ -11,6 +12,7 @@ use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
 use tenancy_rules::organization::{
     DEFAULT_ANNOTATION, DEFAULT_LABEL, DefaultOrganization, OPENSHIFT_USER_API_VERSION, check_key,
 };
+use tenancy_rules::ownership::{Owners, PrefixField, RawOwners};
 
 /// The default Project annotation naming who requested the Project, `openshift.io/requester`.
 pub const DEFAULT_REQUESTER_ANNOTATION: &str = "openshift.io/requester";
@@ -68,6 +70,8 @@ pub struct RawMembership {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSettings {
     organization_label: Option<String>,
+    owners: Option<RawOwners>,
+    force_tenant_prefix: Option<bool>,
     default_organization: Option<RawDefaultOrganization>,
     membership: Option<RawMembership>,
     requester_annotation: Option<String>,
@@ -110,12 +114,16 @@ impl Membership {
 /// Validated settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
-    /// The label naming a Namespace's or Project's organization.
+    /// The label naming a Namespace's or Project's organization (the tenant label).
     pub organization_label: String,
-    /// Where a user's default organization is read.
-    pub default_organization: DefaultOrganization,
-    /// How membership is proven.
-    pub membership: Membership,
+    /// Who owns which tenant (README rule 4); `None` when not configured.
+    pub owners: Option<Owners>,
+    /// Capsule's global `forceTenantPrefix` (an `owners` entry's own setting wins).
+    pub force_tenant_prefix: bool,
+    /// Where a user's default organization is read; `None`: never (the `User` is not read).
+    pub default_organization: Option<DefaultOrganization>,
+    /// How membership is proven; `None`: only `owners` prove it.
+    pub membership: Option<Membership>,
     /// The Project annotation naming the requester.
     pub requester_annotation: String,
     /// Requesters whose Namespace requests are accepted unchanged (never for Projects).
@@ -156,10 +164,7 @@ fn word(path: &str, raw: Option<String>, default: &str) -> Result<String, Settin
     Ok(value)
 }
 
-fn default_organization(
-    raw: Option<RawDefaultOrganization>,
-) -> Result<DefaultOrganization, SettingsError> {
-    let raw = raw.unwrap_or_default();
+fn default_organization(raw: RawDefaultOrganization) -> Result<DefaultOrganization, SettingsError> {
     let under = |e: SettingsError| e.under("defaultOrganization");
     Ok(DefaultOrganization {
         api_version: word("apiVersion", raw.api_version, OPENSHIFT_USER_API_VERSION)
@@ -195,8 +200,7 @@ fn users_field(raw: Option<String>) -> Result<Vec<String>, SettingsError> {
     Ok(steps)
 }
 
-fn membership(raw: Option<RawMembership>) -> Result<Membership, SettingsError> {
-    let raw = raw.unwrap_or_default();
+fn membership(raw: RawMembership) -> Result<Membership, SettingsError> {
     let under = |e: SettingsError| e.under("membership");
     let name_template = name_template(raw.name_template).map_err(under)?;
     match raw.source.unwrap_or_default() {
@@ -230,10 +234,19 @@ impl TryFrom<RawSettings> for Settings {
     fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
         let exempt_principals = ExemptPrincipals::build(raw.exempt_principals.unwrap_or_default())
             .map_err(|e| e.under("exemptPrincipals"))?;
-        Ok(Settings {
+        let owners = raw
+            .owners
+            .map(|o| Owners::build(o, PrefixField::Allowed).map_err(|e| e.under("owners")))
+            .transpose()?;
+        let settings = Settings {
             organization_label: key("organizationLabel", raw.organization_label, DEFAULT_LABEL)?,
-            default_organization: default_organization(raw.default_organization)?,
-            membership: membership(raw.membership)?,
+            owners,
+            force_tenant_prefix: raw.force_tenant_prefix.unwrap_or(false),
+            default_organization: raw
+                .default_organization
+                .map(default_organization)
+                .transpose()?,
+            membership: raw.membership.map(membership).transpose()?,
             requester_annotation: key(
                 "requesterAnnotation",
                 raw.requester_annotation,
@@ -241,7 +254,28 @@ impl TryFrom<RawSettings> for Settings {
             )?,
             exempt_principals,
             on_lookup_error: raw.on_lookup_error.unwrap_or_default(),
-        })
+        };
+        // Who may use an organization must be said: by owners, by membership, or both.
+        if settings.owners.is_none() && settings.membership.is_none() {
+            return Err(SettingsError::new(
+                "",
+                "neither owners nor membership is given: write owners (who owns which tenant), \
+                 membership (how membership of an organization is proven; {} for OpenShift Groups), \
+                 or both",
+            ));
+        }
+        Ok(settings)
+    }
+}
+
+impl Settings {
+    /// Whether `tenant` must prefix the names of its namespaces (README rule 7): its `owners`
+    /// entry's `forceTenantPrefix` when written, else the top-level one.
+    pub fn forces_prefix(&self, tenant: &str) -> bool {
+        self.owners
+            .as_ref()
+            .and_then(|o| o.force_tenant_prefix(tenant))
+            .unwrap_or(self.force_tenant_prefix)
     }
 }
 
@@ -279,6 +313,19 @@ mod tests {
         assert!(err.starts_with(message), "{err}");
     }
 
+    #[rstest]
+    #[case(json!({}))]
+    #[case(json!({"defaultOrganization": {}}))]
+    #[case(json!({"organizationLabel": "capsule.clastix.io/tenant", "forceTenantPrefix": true}))]
+    fn neither_owners_nor_membership_is_refused(#[case] raw: Value) {
+        assert_eq!(
+            Settings::parse(&raw).unwrap_err().to_string(),
+            "neither owners nor membership is given: write owners (who owns which tenant), \
+             membership (how membership of an organization is proven; {} for OpenShift Groups), \
+             or both"
+        );
+    }
+
     #[test]
     fn defaults_written_out_are_the_defaults() {
         let written = Settings::parse(&json!({
@@ -288,17 +335,63 @@ mod tests {
             "membership": {"source": "GroupObject", "apiVersion": "user.openshift.io/v1",
                 "kind": "Group", "usersField": "users", "nameTemplate": "{organization}"},
             "requesterAnnotation": "openshift.io/requester",
+            "forceTenantPrefix": false,
             "exemptPrincipals": {},
             "onLookupError": "reject"
         }))
         .unwrap();
-        let defaults = Settings::parse(&json!({})).unwrap();
+        let defaults =
+            Settings::parse(&json!({"defaultOrganization": {}, "membership": {}})).unwrap();
         assert_eq!(written, defaults);
         assert_eq!(
             defaults.default_organization,
-            DefaultOrganization::openshift_user(DEFAULT_ANNOTATION)
+            Some(DefaultOrganization::openshift_user(DEFAULT_ANNOTATION))
         );
-        assert_eq!(defaults.membership.name_of("acme"), "acme");
+        assert_eq!(defaults.membership.unwrap().name_of("acme"), "acme");
+        assert!(defaults.owners.is_none() && !defaults.force_tenant_prefix);
+    }
+
+    #[test]
+    fn owners_alone_read_no_user_and_prove_no_membership() {
+        let s =
+            Settings::parse(&json!({"owners": [{"tenant": "solar", "users": ["alice"]}]})).unwrap();
+        assert_eq!(s.default_organization, None);
+        assert_eq!(s.membership, None);
+        assert_eq!(s.owners.unwrap().tenants_of("alice", None), ["solar"]);
+        // an empty list is given: nobody owns a tenant
+        assert!(Settings::parse(&json!({"owners": []})).is_ok());
+    }
+
+    #[test]
+    fn the_entry_force_tenant_prefix_wins_over_the_top_level_one() {
+        let s = Settings::parse(&json!({"forceTenantPrefix": true, "owners": [
+            {"tenant": "solar", "users": ["alice"], "forceTenantPrefix": false},
+            {"tenant": "oil", "users": ["alice"]},
+        ]}))
+        .unwrap();
+        assert!(!s.forces_prefix("solar"));
+        assert!(s.forces_prefix("oil"));
+        assert!(s.forces_prefix("unlisted"));
+        let s = Settings::parse(&json!({"owners": [
+            {"tenant": "solar", "users": ["alice"], "forceTenantPrefix": true},
+            {"tenant": "oil", "users": ["alice"]},
+        ]}))
+        .unwrap();
+        assert!(s.forces_prefix("solar"));
+        assert!(!s.forces_prefix("oil"));
+    }
+
+    #[rstest]
+    #[case(json!({"owners": [{"tenant": "solar", "users": ["a"]}, {"tenant": "solar", "users": ["b"]}]}),
+        "owners[1].tenant: duplicate tenant \"solar\" (already at owners[0])")]
+    #[case(json!({"owners": [{"tenant": "solar"}]}), "owners[0]: tenant \"solar\" lists no users, groups nor serviceAccounts")]
+    #[case(json!({"owners": [{"tenant": "solar", "users": ["a"], "forceTenantPrefix": "yes"}]}), "owners[0].forceTenantPrefix: invalid type: string")]
+    #[case(json!({"owners": {"solar": ["a"]}}), "owners: invalid type: map")]
+    #[case(json!({"owners": null}), "owners: invalid type: null")]
+    #[case(json!({"owners": [], "forceTenantPrefix": "true"}), "forceTenantPrefix: invalid type: string")]
+    fn owners_refused(#[case] raw: Value, #[case] message: &str) {
+        let err = Settings::parse(&raw).unwrap_err().to_string();
+        assert!(err.starts_with(message), "{err}");
     }
 
     #[test]
@@ -306,13 +399,14 @@ mod tests {
         let s = Settings::parse(&json!({"membership": {"source": "RequestGroups",
             "nameTemplate": "org:{organization}"}}))
         .unwrap();
+        let membership = s.membership.unwrap();
         assert_eq!(
-            s.membership,
+            membership,
             Membership::RequestGroups {
                 name_template: "org:{organization}".into()
             }
         );
-        assert_eq!(s.membership.name_of("acme"), "org:acme");
+        assert_eq!(membership.name_of("acme"), "org:acme");
     }
 
     #[test]
@@ -321,7 +415,7 @@ mod tests {
             "kind": "Organization", "usersField": "spec.members", "nameTemplate": "org-{organization}"}}))
         .unwrap();
         assert_eq!(
-            s.membership,
+            s.membership.unwrap(),
             Membership::GroupObject {
                 api_version: "example.io/v1".into(),
                 kind: "Organization".into(),

@@ -15,8 +15,8 @@ use policy_admission::Verdict;
 use policy_admission::cluster::{HostCapabilities, Lookups};
 use policy_admission::gate::{Gate, HandledKind, NAMESPACE, PROJECT_REQUEST};
 use policy_admission::policy::Policy;
-use policy_admission::request::AdmissionRequest;
-use policy_decode::PolicyError;
+use policy_admission::request::{AdmissionRequest, UserInfo};
+use policy_decode::{PolicyError, message};
 use tenancy_rules::class::skip_on_lookup_error;
 
 pub use crate::settings::Settings;
@@ -63,41 +63,80 @@ impl Policy for NamespaceQuotaPolicy {
             &request.user_info,
             lookups,
             settings.on_lookup_error,
-            |lookups| judge(&target, &request.user_info.username, settings, lookups),
+            |lookups| judge(&target, &request.user_info, settings, lookups),
         )
     }
 }
 
-/// README rules 1–4 for one target: its organization, the organization's limit and count.
+/// README rule 1: the target's organization — its label, else the requester's only owned
+/// tenant, else its default organization (read only then, and only when configured).
+/// `None` when there is none, with the violation or the skipped lookup's warning in
+/// `verdict`.
+fn organization<'t>(
+    target: &Target<'t>,
+    user: &'t UserInfo,
+    settings: &'t Settings,
+    lookups: &mut Lookups<'_>,
+    verdict: &mut Verdict,
+) -> Result<Option<Cow<'t, str>>, PolicyError> {
+    let username = user.username.as_str();
+    let owned = match target.source {
+        Source::Label(org) => return Ok(Some(Cow::Borrowed(org))),
+        Source::Requester => settings.owners.tenants_of(username, Some(&user.groups)),
+    };
+    if let [only] = owned.as_slice() {
+        return Ok(Some(Cow::Borrowed(*only)));
+    }
+    if !owned.is_empty() {
+        verdict.violation(
+            &target.missing_path,
+            format!(
+                "requester {username:?} owns several tenants ({}); {}",
+                message::join(owned.iter()),
+                target.choose
+            ),
+        );
+        return Ok(None);
+    }
+    let default = match &settings.default_organization {
+        Some(source) => source.of(username, lookups),
+        None => Ok(None),
+    };
+    match default {
+        Ok(Some(org)) => Ok(Some(Cow::Owned(org))),
+        Ok(None) => {
+            let problem = if settings.owners.is_empty() {
+                format!("no organization label and no default organization for user {username:?}")
+            } else {
+                format!(
+                    "no organization label; requester {username:?} owns no tenant and has no default organization"
+                )
+            };
+            verdict.violation(&target.missing_path, problem);
+            Ok(None)
+        }
+        Err(e) => {
+            skip_on_lookup_error(e, &target.path, settings.on_lookup_error, verdict)?;
+            Ok(None)
+        }
+    }
+}
+
+/// README rules 1–4 for one target: its organization (its label, the requester's only owned
+/// tenant or default organization), the organization's limit and count.
 /// A failed lookup rejects (500) or, with `onLookupError: accept`, skips the check with a
 /// warning.
 pub fn judge(
     target: &Target<'_>,
-    username: &str,
+    user: &UserInfo,
     settings: &Settings,
     lookups: &mut Lookups<'_>,
 ) -> Result<Verdict, PolicyError> {
     let mut verdict = Verdict::accept();
     let on_error = settings.on_lookup_error;
     // Rule 1.
-    let org = match target.source {
-        Source::Label(org) => Cow::Borrowed(org),
-        Source::Requester => match settings.default_organization.of(username, lookups) {
-            Ok(Some(org)) => Cow::Owned(org),
-            Ok(None) => {
-                verdict.violation(
-                    &target.missing_path,
-                    format!(
-                        "no organization label and no default organization for user {username:?}"
-                    ),
-                );
-                return Ok(verdict);
-            }
-            Err(e) => {
-                skip_on_lookup_error(e, &target.path, on_error, &mut verdict)?;
-                return Ok(verdict);
-            }
-        },
+    let Some(org) = organization(target, user, settings, lookups, &mut verdict)? else {
+        return Ok(verdict);
     };
     if !is_label_value(&org) {
         // Never a label the count could select by (a comma would add selector terms).
@@ -148,6 +187,8 @@ policy_admission::robustness_tests!(
     policy_admission::testing::Robustness {
         settings: serde_json::json!({
             "defaultQuota": 2,
+            "userDefaultOrganizationAnnotation": "appuio.io/default-organization",
+            "owners": [{"tenant": "solar", "users": ["alice"]}, {"tenant": "oil", "users": ["alice", "carol"]}],
             "overrides": {"beta": 0},
             "overrideConfigMap": {"namespace": "appuio-cloud", "namePrefix": "override-", "key": "namespaceQuota"},
             "exemptPrincipals": {"users": ["root"], "clusterRoles": ["cluster-admin"]}
@@ -164,7 +205,9 @@ policy_admission::robustness_tests!(
             "acme",
             "beta",
             "u",
-            "root"
+            "root",
+            "alice",
+            "carol"
         ],
         reads: &[
             "v1/Namespace",
@@ -219,7 +262,14 @@ mod tests {
         objects
     }
 
-    fn run(request: Value, settings: Value, cluster: Vec<Value>) -> ValidationResponse {
+    /// APPUiO's configuration: the `User` default unless `settings` name owners (opt-in).
+    fn run(request: Value, mut settings: Value, cluster: Vec<Value>) -> ValidationResponse {
+        if let Some(map) = settings.as_object_mut()
+            && !map.contains_key("owners")
+        {
+            map.entry("userDefaultOrganizationAnnotation")
+                .or_insert(json!("appuio.io/default-organization"));
+        }
         let payload = json!({"request": request, "settings": settings});
         evaluate::<NamespaceQuotaPolicy>(
             &serde_json::to_vec(&payload).unwrap(),
@@ -359,5 +409,94 @@ mod tests {
                 "cannot read Namespace list: connection refused; metadata.labels[\"appuio.io/organization\"] was not checked (onLookupError: accept)"
             ]
         );
+    }
+
+    #[test]
+    fn an_unlabelled_namespace_counts_against_the_requesters_only_tenant() {
+        let owners = json!([
+            {"tenant": "acme", "users": ["alice", "carol"], "groups": ["acme-admins"]},
+            {"tenant": "beta", "users": ["carol"]}
+        ]);
+        let unlabelled =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}});
+        let as_user = |user: &str, groups: Value| {
+            let mut r = create(unlabelled.clone());
+            r["userInfo"] = json!({"username": user, "groups": groups});
+            r
+        };
+        // acme is full: alice's unlabelled Namespace counts against acme, no User read
+        let settings = json!({"defaultQuota": 1, "owners": owners});
+        let mut failing_user = Objects::new(cluster(1)).failing("User");
+        let payload = json!({"request": as_user("alice", json!([])), "settings": settings});
+        let r = evaluate::<NamespaceQuotaPolicy>(
+            &serde_json::to_vec(&payload).unwrap(),
+            &mut failing_user,
+        );
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "metadata.name: You cannot create more than 1 namespaces for organization \"acme\" (1 exist). Ask your platform team to raise the quota."
+            )
+        );
+        // by group
+        let r = run(
+            as_user("bob", json!(["acme-admins"])),
+            settings.clone(),
+            cluster(1),
+        );
+        assert!(
+            r.message
+                .unwrap()
+                .contains("organization \"acme\" (1 exist)")
+        );
+        // several tenants
+        let r = run(as_user("carol", json!([])), settings.clone(), cluster(0));
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "metadata.labels[\"appuio.io/organization\"]: requester \"carol\" owns several tenants (acme, beta); set the label to one of them"
+            )
+        );
+        // none, without a default annotation: the User is not read
+        let r = run(as_user("dave", json!([])), settings.clone(), cluster(0));
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "metadata.labels[\"appuio.io/organization\"]: no organization label; requester \"dave\" owns no tenant and has no default organization"
+            )
+        );
+        // none, with the annotation: u's default acme
+        let with_default = json!({"defaultQuota": 1, "owners": owners,
+            "userDefaultOrganizationAnnotation": "appuio.io/default-organization"});
+        let r = run(as_user("u", json!([])), with_default, cluster(1));
+        assert!(
+            r.message
+                .unwrap()
+                .contains("organization \"acme\" (1 exist)")
+        );
+        // a labelled Namespace is judged by its label, owners aside
+        let r = run(
+            create(ns("y", "beta")),
+            json!({"defaultQuota": 1, "owners": owners}),
+            cluster(1),
+        );
+        assert!(r.accepted, "{:?}", r.message);
+    }
+
+    #[test]
+    fn without_the_annotation_the_user_is_never_read() {
+        let unlabelled =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}});
+        let payload = json!({"request": create(unlabelled), "settings": {}});
+        let mut failing = Objects::new(vec![]).failing("User");
+        let r =
+            evaluate::<NamespaceQuotaPolicy>(&serde_json::to_vec(&payload).unwrap(), &mut failing);
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "metadata.labels[\"appuio.io/organization\"]: no organization label and no default organization for user \"u\""
+            )
+        );
+        assert_eq!(r.code, Some(403));
     }
 }

@@ -1,6 +1,6 @@
 //! Settings of namespace-quota-policy: the organization label, the default quota, overrides
-//! from the settings and from ConfigMaps, where a user's default organization is read,
-//! `exemptPrincipals` and `onLookupError`.
+//! from the settings and from ConfigMaps, the tenants' owners, where a user's default
+//! organization is read (opt-in), `exemptPrincipals` and `onLookupError`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,9 +14,8 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
-use tenancy_rules::organization::{
-    DEFAULT_ANNOTATION, DEFAULT_LABEL, DefaultOrganization, check_key,
-};
+use tenancy_rules::organization::{DEFAULT_LABEL, DefaultOrganization, check_key};
+use tenancy_rules::ownership::{Owners, PrefixField, RawOwners};
 
 /// The default quota: 25 namespaces per organization (APPUiO production).
 pub const DEFAULT_QUOTA: u64 = 25;
@@ -164,6 +163,7 @@ pub struct RawSettings {
     overrides: Option<Overrides>,
     override_config_map: Option<RawOverrideConfigMap>,
     user_default_organization_annotation: Option<String>,
+    owners: Option<RawOwners>,
     exempt_principals: Option<RawExemptPrincipals>,
     on_lookup_error: Option<OnLookupError>,
 }
@@ -179,8 +179,12 @@ pub struct Settings {
     pub overrides: Overrides,
     /// Quotas read from ConfigMaps (first choice when set).
     pub override_config_map: Option<OverrideConfigMap>,
-    /// Where a requester's default organization is read (the OpenShift `User`).
-    pub default_organization: DefaultOrganization,
+    /// Where a requester's default organization is read (the OpenShift `User`); `None`: the
+    /// `User` is never read.
+    pub default_organization: Option<DefaultOrganization>,
+    /// Who owns which tenant: an unlabelled Namespace counts against its requester's only
+    /// tenant (README rule 1).
+    pub owners: Owners,
     /// Who is never refused.
     pub exempt: ExemptPrincipals,
     /// What a failed lookup does.
@@ -222,11 +226,15 @@ impl TryFrom<RawSettings> for Settings {
     fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
         let organization_label =
             key_setting("organizationLabel", raw.organization_label, DEFAULT_LABEL)?;
-        let annotation = key_setting(
-            "userDefaultOrganizationAnnotation",
-            raw.user_default_organization_annotation,
-            DEFAULT_ANNOTATION,
-        )?;
+        let default_organization = raw
+            .user_default_organization_annotation
+            .map(|a| {
+                key_setting("userDefaultOrganizationAnnotation", Some(a), "")
+                    .map(|a| DefaultOrganization::openshift_user(&a))
+            })
+            .transpose()?;
+        let owners = Owners::build(raw.owners.unwrap_or_default(), PrefixField::Refused)
+            .map_err(|e| e.under("owners"))?;
         let override_config_map = raw
             .override_config_map
             .map(|c| OverrideConfigMap::build(c).map_err(|e| e.under("overrideConfigMap")))
@@ -238,7 +246,8 @@ impl TryFrom<RawSettings> for Settings {
             default_quota: raw.default_quota.unwrap_or(Quota(DEFAULT_QUOTA)),
             overrides: raw.overrides.unwrap_or_default(),
             override_config_map,
-            default_organization: DefaultOrganization::openshift_user(&annotation),
+            default_organization,
+            owners,
             exempt,
             on_lookup_error: raw.on_lookup_error.unwrap_or_default(),
         })
@@ -250,6 +259,7 @@ mod tests {
     use super::*;
     use rstest::rstest;
     use serde_json::{Value, json};
+    use tenancy_rules::organization::DEFAULT_ANNOTATION;
 
     #[rstest]
     #[case(json!({"defaultQuota": -1}), "defaultQuota: -1 is not a non-negative integer")]
@@ -277,6 +287,11 @@ mod tests {
     #[case(json!({"exemptPrincipals": {"roles": ["x"]}}), "exemptPrincipals.roles: unknown field `roles`")]
     #[case(json!({"onLookupError": "ignore"}), "onLookupError: unknown variant `ignore`")]
     #[case(json!({"quota": 3}), "quota: unknown field `quota`")]
+    #[case(json!({"owners": [{"tenant": "solar", "users": ["a"]}, {"tenant": "solar", "users": ["b"]}]}), "owners[1].tenant: duplicate tenant \"solar\" (already at owners[0])")]
+    #[case(json!({"owners": [{"tenant": "solar"}]}), "owners[0]: tenant \"solar\" lists no users, groups nor serviceAccounts")]
+    #[case(json!({"owners": [{"tenant": "solar", "users": ["a"], "forceTenantPrefix": true}]}), "owners[0].forceTenantPrefix: unknown field `forceTenantPrefix`")]
+    #[case(json!({"owners": null}), "owners: invalid type: null")]
+    #[case(json!({"owners": "solar"}), "owners: invalid type: string")]
     fn refused(#[case] raw: Value, #[case] message: &str) {
         let err = Settings::parse(&raw).unwrap_err().to_string();
         assert!(err.starts_with(message), "{err}");
@@ -288,7 +303,8 @@ mod tests {
         assert_eq!(s.organization_label, DEFAULT_LABEL);
         assert_eq!(s.default_quota, Quota(25));
         assert!(s.overrides.0.is_empty() && s.override_config_map.is_none());
-        assert_eq!(s.default_organization.annotation, DEFAULT_ANNOTATION);
+        assert_eq!(s.default_organization, None);
+        assert!(s.owners.is_empty());
         assert!(s.exempt.is_empty());
         assert_eq!(s.on_lookup_error, OnLookupError::Reject);
         assert_eq!(s, Settings::parse(&Value::Null).unwrap());
@@ -323,10 +339,15 @@ mod tests {
     fn defaults_written_out_are_accepted() {
         let s = Settings::parse(&json!({
             "organizationLabel": DEFAULT_LABEL, "defaultQuota": 25, "overrides": {},
-            "userDefaultOrganizationAnnotation": DEFAULT_ANNOTATION, "exemptPrincipals": {},
-            "onLookupError": "reject"
+            "exemptPrincipals": {}, "onLookupError": "reject", "owners": []
         }))
         .unwrap();
         assert_eq!(s, Settings::parse(&json!({})).unwrap());
+        let s = Settings::parse(&json!({"userDefaultOrganizationAnnotation": DEFAULT_ANNOTATION}))
+            .unwrap();
+        assert_eq!(
+            s.default_organization,
+            Some(DefaultOrganization::openshift_user(DEFAULT_ANNOTATION))
+        );
     }
 }

@@ -14,7 +14,8 @@ use tenancy_rules::organization::named_by;
 pub enum Source<'r> {
     /// The Namespace's organization label (non-empty).
     Label(&'r str),
-    /// The requester's default organization (read from its `User`).
+    /// The requester's only owned tenant, else its default organization (read from its
+    /// `User` when configured).
     Requester,
 }
 
@@ -32,7 +33,12 @@ pub struct Target<'r> {
     /// Where "no organization" is reported: the missing label of a Namespace, or
     /// `metadata.name` of a ProjectRequest.
     pub missing_path: FieldPath,
+    /// What an owner of several tenants must do (README rule 1).
+    pub choose: &'static str,
 }
+
+/// What an owner of several tenants creating an unlabelled Namespace must do.
+const LABEL_ONE: &str = "set the label to one of them";
 
 /// The kind of the request, as far as the organization is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +77,7 @@ pub fn read<'r>(
             exclude: None,
             path: name_path.clone(),
             missing_path: name_path,
+            choose: "a ProjectRequest cannot name one (create a Namespace labelled with it)",
         }));
     }
     let new = named_by(&admitted.object, label)?;
@@ -88,12 +95,14 @@ pub fn read<'r>(
             exclude,
             path: label_path.clone(),
             missing_path: label_path,
+            choose: LABEL_ONE,
         },
         None => Target {
             source: Source::Requester,
             exclude,
             path: name_path,
             missing_path: label_path,
+            choose: LABEL_ONE,
         },
     }))
 }

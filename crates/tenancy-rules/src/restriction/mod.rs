@@ -29,6 +29,7 @@
 //! | nil, `forbidNil` | `nil, a value is required` (Bool with `require`: `nil, required false`) |
 //! | non-nil, `requireNil` | `"x", nil is required` |
 //! | blacklisted | `"latest" is in blacklist [latest, dev]` |
+//! | `blacklistRegex` | `"gpu-a" matches blacklistRegex "gpu-.*"` (the first pattern that matched) |
 //! | not whitelisted | `"gcr.io" is not in whitelist [docker.io, quay.io]` (`… and does not match regex ["q.*"]`) |
 //! | path prefixes | `"/datax" is not under whitelist [/data]`, `"/etc/x" is under blacklist [/etc]` |
 //! | numeric | `1000 is outside ranges [1-999, 2000-]` (open ends empty, negatives in parentheses) |

@@ -1,5 +1,6 @@
 //! Scalar primitives: String, Numeric and Bool restrictions.
 
+use std::cell::{Cell, OnceCell};
 use std::fmt;
 
 use serde::Deserialize;
@@ -9,7 +10,7 @@ use super::hostpath::{PrefixSet, check_path_prefix, clean_path};
 use super::{NilRule, RawPointer, Restriction, empty_allow_list, list, quote, violation};
 use policy_admission::verdict::Violation;
 use policy_decode::error::{PolicyError, SettingsError};
-use policy_decode::matcher::{FullMatch, OneOrMany, regexes};
+use policy_decode::matcher::{FullMatch, OneOrMany, PatternList, regexes};
 use policy_decode::names::NameList;
 use policy_decode::path::FieldPath;
 use policy_decode::ranges::{Bounds, RangeList};
@@ -18,7 +19,8 @@ use policy_decode::ranges::{Bounds, RangeList};
 // String
 // ---------------------------------------------------------------------------------------
 
-/// Settings of a String restriction: pointer + `whitelist`, `blacklist`, `regex`.
+/// Settings of a String restriction: pointer + `whitelist`, `blacklist`, `regex`,
+/// `blacklistRegex`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawString {
@@ -34,6 +36,8 @@ pub struct RawString {
     pub blacklist: Option<NameList>,
     /// Full-match regexes of allowed values (a string or a list).
     pub regex: Option<OneOrMany>,
+    /// Full-match regexes of refused values (a string or a list; checked after `blacklist`).
+    pub blacklist_regex: Option<OneOrMany>,
 }
 
 impl RawString {
@@ -64,13 +68,16 @@ pub enum StringMatch {
 
 /// A validated String restriction.
 ///
-/// A non-nil value must be a string. It is refused if blacklisted; when a whitelist or
-/// regexes are set it must be whitelisted or fully match one regex.
+/// A non-nil value must be a string. It is refused if blacklisted or fully matching a
+/// `blacklistRegex`; when a whitelist or regexes are set it must be whitelisted or fully
+/// match one regex.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StringRestriction {
     nil: NilRule,
     lists: Lists,
     regex: Vec<FullMatch>,
+    /// `blacklistRegex` (empty when not given).
+    deny_regex: DenyRegexes,
     /// Whether `whitelist`/`regex` restrict the value (at least one of them non-empty).
     restricted: bool,
     mode: StringMatch,
@@ -138,8 +145,9 @@ impl StringRestriction {
     }
 
     /// Validates settings for the given matching mode. Refused: pointer conflicts
-    /// ([`NilRule::build`]); `requireNil` with `whitelist`, `blacklist` or `regex`; invalid
-    /// regexes (`regex[i]`, or `regex` for a single string); a `whitelist: []` or `regex: []`
+    /// ([`NilRule::build`]); `requireNil` with `whitelist`, `blacklist`, `regex` or
+    /// `blacklistRegex`; invalid regexes (`regex[i]`, or `regex` for a single string; the
+    /// same for `blacklistRegex`); a `whitelist: []` or `regex: []`
     /// with nothing else allowed (ambiguous: omit it to allow anything, use `requireNil` to
     /// allow only nil); in [`StringMatch::PathPrefix`] mode, entries that are not absolute.
     pub fn build_with(
@@ -152,6 +160,7 @@ impl StringRestriction {
                 ("whitelist", raw.whitelist.is_some()),
                 ("blacklist", raw.blacklist.is_some()),
                 ("regex", raw.regex.is_some()),
+                ("blacklistRegex", raw.blacklist_regex.is_some()),
             ] {
                 if set {
                     return Err(SettingsError::new(
@@ -161,13 +170,12 @@ impl StringRestriction {
                 }
             }
         }
-        let regex = match raw.regex {
-            None => None,
-            Some(OneOrMany::One(p)) => Some(vec![
-                FullMatch::new(&p).map_err(|e| SettingsError::new("regex", e))?,
-            ]),
-            Some(OneOrMany::Many(ps)) => Some(regexes("regex", &ps)?),
-        };
+        let regex = raw.regex.map(|r| regex_setting("regex", r)).transpose()?;
+        let deny_regex = raw
+            .blacklist_regex
+            .map(|r| regex_setting("blacklistRegex", r))
+            .transpose()?
+            .unwrap_or_default();
         let has_whitelist = raw.whitelist.as_ref().is_some_and(|w| !w.is_empty());
         let has_regex = regex.as_ref().is_some_and(|r| !r.is_empty());
         if !has_whitelist && !has_regex {
@@ -210,6 +218,7 @@ impl StringRestriction {
             nil,
             lists,
             regex: regex.unwrap_or_default(),
+            deny_regex: DenyRegexes::new(deny_regex),
             restricted: has_whitelist || has_regex,
             mode,
         })
@@ -264,6 +273,13 @@ impl StringRestriction {
                 list(blacklist)
             ));
         }
+        if let Some(denying) = self.deny_regex.first(subject) {
+            return Some(format!(
+                "{} matches blacklistRegex {}",
+                quote(value),
+                quote(denying.pattern())
+            ));
+        }
         if !self.restricted {
             return None;
         }
@@ -287,6 +303,56 @@ impl StringRestriction {
                 regexes()
             ),
         })
+    }
+}
+
+/// How many values a [`DenyRegexes`] judges by trying its patterns in turn before it indexes
+/// them.
+const DENY_SCANS_BEFORE_INDEX: u32 = 8;
+
+/// `blacklistRegex`: tried in turn for the first few values, then indexed as a
+/// [`PatternList`] (`docs/semantics.md#cost`: settings are parsed on every request, and most
+/// requests judge a few values, for which building the index costs more than the scans;
+/// a 1 MiB object judges thousands, for which the index keeps the cost linear).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct DenyRegexes {
+    patterns: Vec<FullMatch>,
+    scans: Cell<u32>,
+    index: OnceCell<PatternList>,
+}
+
+impl DenyRegexes {
+    fn new(patterns: Vec<FullMatch>) -> Self {
+        DenyRegexes {
+            patterns,
+            ..Default::default()
+        }
+    }
+
+    /// The first pattern, in settings order, that matches the whole of `value` (a pattern
+    /// that cannot be compiled matches every value: [`FullMatch::denies`]).
+    fn first(&self, value: &str) -> Option<&FullMatch> {
+        if self.patterns.is_empty() {
+            return None;
+        }
+        if self.index.get().is_none() && self.scans.get() < DENY_SCANS_BEFORE_INDEX {
+            self.scans.set(self.scans.get() + 1);
+            return self.patterns.iter().find(|p| p.denies(value));
+        }
+        self.index
+            .get_or_init(|| PatternList::new(self.patterns.clone()))
+            .first_denying(value)
+    }
+}
+
+/// A regex setting (`regex`, `blacklistRegex`): one pattern (errors at `name`) or a list
+/// (errors at `name[i]`), each validated.
+fn regex_setting(name: &str, raw: OneOrMany) -> Result<Vec<FullMatch>, SettingsError> {
+    match raw {
+        OneOrMany::One(p) => Ok(vec![
+            FullMatch::new(&p).map_err(|e| SettingsError::new(name, e))?,
+        ]),
+        OneOrMany::Many(ps) => regexes(name, &ps),
     }
 }
 
@@ -655,6 +721,20 @@ mod tests {
     // forbidNil and whitelist together
     #[case(json!({"forbidNil": true, "whitelist": ["RuntimeDefault", "Localhost"]}), Some(json!("Unconfined")), &[r#""Unconfined" is not in whitelist [RuntimeDefault, Localhost]"#])]
     #[case(json!({"forbidNil": true, "whitelist": ["RuntimeDefault", "Localhost"]}), None, &["nil, a value is required"])]
+    // blacklistRegex: full match, single string or list, the first matching pattern named
+    #[case(json!({"blacklistRegex": "default-.*"}), Some(json!("default-scheduler")), &[r#""default-scheduler" matches blacklistRegex "default-.*""#])]
+    #[case(json!({"blacklistRegex": "default"}), Some(json!("default-scheduler")), &[])]
+    #[case(json!({"blacklistRegex": ["x[0-9]+", "x1", ".*"]}), Some(json!("x1")), &[r#""x1" matches blacklistRegex "x[0-9]+""#])]
+    #[case(json!({"blacklistRegex": ["a.*", "b.*"]}), Some(json!("cx")), &[])]
+    #[case(json!({"blacklistRegex": []}), Some(json!("cx")), &[])]
+    #[case(json!({"blacklistRegex": ".*"}), None, &[])]
+    #[case(json!({"blacklistRegex": ".*", "forbidNil": true}), None, &["nil, a value is required"])]
+    // blacklistRegex beats whitelist and regex; blacklist is reported first
+    #[case(json!({"blacklistRegex": "gpu-.*", "whitelist": ["gpu-a"]}), Some(json!("gpu-a")), &[r#""gpu-a" matches blacklistRegex "gpu-.*""#])]
+    #[case(json!({"blacklistRegex": "gpu-.*", "regex": "[a-z-]+"}), Some(json!("gpu-a")), &[r#""gpu-a" matches blacklistRegex "gpu-.*""#])]
+    #[case(json!({"blacklistRegex": "gpu-.*", "regex": "[a-z-]+"}), Some(json!("cpu-a")), &[])]
+    #[case(json!({"blacklistRegex": "gpu-.*", "regex": "[a-z-]+"}), Some(json!("GPU")), &[r#""GPU" does not match regex ["[a-z-]+"]"#])]
+    #[case(json!({"blacklistRegex": "x.*", "blacklist": ["x"]}), Some(json!("x")), &[r#""x" is in blacklist [x]"#])]
     fn string_checks(
         #[case] settings: Value,
         #[case] value: Option<Value>,
@@ -674,6 +754,9 @@ mod tests {
     #[case(json!({"whitelist": []}), "whitelist: must not be empty; omit it to allow any value, or use requireNil")]
     #[case(json!({"regex": []}), "regex: must not be empty; omit it to allow any value, or use requireNil")]
     #[case(json!({"whitelist": [], "regex": []}), "whitelist: must not be empty; omit it to allow any value, or use requireNil")]
+    #[case(json!({"requireNil": true, "blacklistRegex": "a"}), "requireNil: cannot be combined with blacklistRegex")]
+    #[case(json!({"blacklistRegex": "("}), "blacklistRegex: invalid regex \"(\"")]
+    #[case(json!({"blacklistRegex": ["ok", "a)|(b"]}), "blacklistRegex[1]: invalid regex \"a)|(b\"")]
     fn string_refusals(#[case] settings: Value, #[case] message: &str) {
         let raw: RawString = serde_json::from_value(settings).unwrap();
         let err = StringRestriction::build(raw).unwrap_err().to_string();
@@ -685,6 +768,9 @@ mod tests {
     #[case(json!({"whiteList": ["a"]}))]
     #[case(json!({"regex": 3}))]
     #[case(json!({"forbidNil": "yes"}))]
+    #[case(json!({"blacklistRegex": 3}))]
+    #[case(json!({"blacklistRegex": [3]}))]
+    #[case(json!({"blacklistRegexes": "a"}))]
     fn string_settings_type_errors(#[case] settings: Value) {
         assert!(serde_json::from_value::<RawString>(settings).is_err());
     }
@@ -713,6 +799,8 @@ mod tests {
     #[case(json!({"blacklist": ["GCR.io"]}), "gcr.IO", false)]
     #[case(json!({"regex": "quay\\.io"}), "QUAY.io", true)]
     #[case(json!({"whitelist": ["docker.io"]}), "quay.io", false)]
+    #[case(json!({"blacklistRegex": "gcr\\.io"}), "GCR.io", false)]
+    #[case(json!({"blacklistRegex": "gcr\\.io"}), "quay.io", true)]
     fn case_insensitive_strings(
         #[case] settings: Value,
         #[case] value: &str,
@@ -738,6 +826,8 @@ mod tests {
     #[case(json!({"regex": "/var/log/.*"}), "/var/log/pods", &[])]
     #[case(json!({"regex": "/var/log/.*"}), "/var/log/../../etc", &[r#""/var/log/../../etc" does not match regex ["/var/log/.*"]"#])]
     #[case(json!({"whitelist": ["/data"], "regex": "/var/log/.*"}), "/var/log/x", &[])]
+    #[case(json!({"blacklistRegex": "/etc(/.*)?"}), "/data/../etc/x", &[r#""/data/../etc/x" matches blacklistRegex "/etc(/.*)?""#])]
+    #[case(json!({"blacklistRegex": "/etc(/.*)?"}), "/etcd", &[])]
     fn path_prefix_strings(
         #[case] settings: Value,
         #[case] value: &str,
@@ -940,6 +1030,27 @@ mod tests {
             let r = StringRestriction::build(raw).unwrap();
             let ok = r.allows(Some(&json!(probe)), &FieldPath::root("f")).unwrap();
             prop_assert_eq!(ok, list.contains(&probe));
+        }
+
+        /// `blacklistRegex` names the first matching pattern, for the first values (tried in
+        /// turn) and the later ones (indexed) alike.
+        #[test]
+        fn deny_regexes_agree_with_scanning(
+            patterns in proptest::collection::vec("[ab]{0,2}(\\.\\*|[ab]|\\[ab\\])?", 1..6),
+            probes in proptest::collection::vec("[ab]{0,3}", 1..20),
+        ) {
+            let raw = RawString { blacklist_regex: Some(OneOrMany::Many(patterns.clone())), ..Default::default() };
+            let Ok(r) = StringRestriction::build(raw) else { return Ok(()) };
+            for p in &probes {
+                let first = patterns.iter().find(|x| FullMatch::new(x).unwrap().is_match(p));
+                let mut out = Vec::new();
+                r.check_str(Some(p), &FieldPath::root("f"), &mut out);
+                let expected: Vec<String> = first
+                    .map(|x| format!("f: {} matches blacklistRegex {}", quote(p), quote(x)))
+                    .into_iter()
+                    .collect();
+                prop_assert_eq!(out.iter().map(|v| v.to_string()).collect::<Vec<_>>(), expected);
+            }
         }
 
         /// Prefix lookups by ancestors judge as comparing with every prefix would, for the

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::bench::server::PolicyServer;
 use crate::http::{free_port, http_post};
 use crate::kube::apiserver::{Access, FakeApi, RunningApi};
-use crate::kube::controller::{Controller, ModulesDir, Namespaces};
+use crate::kube::controller::{Controller, ModulesDir, Namespaces, Route};
 use crate::release::publish::server::read_answer;
 use policy_host::error::{Error, Result};
 use policy_host::host::Evaluation;
@@ -116,26 +116,30 @@ impl Deployment {
     /// Sends `request` to every webhook the API server would call among the policies
     /// `installed` keeps, in its order: mutating webhooks one after the other, each patch
     /// applied before the next (a refusal ends the request there), then every validating
-    /// webhook on the final object.
+    /// webhook on the final object. Each webhook is matched when its turn comes, against the
+    /// request as mutated so far (a Namespace labelled by an earlier webhook is routed by it).
     pub fn admit(
         &mut self,
         request: &Value,
         namespaces: &Namespaces,
         installed: impl Fn(&str) -> bool,
     ) -> Admission {
-        let routed: Vec<(String, bool)> = self
+        let ordered: Vec<(String, bool, Route)> = self
             .controller
-            .routed(request, namespaces)
-            .iter()
+            .ordered()
+            .into_iter()
             .filter(|p| installed(&p.id))
-            .map(|p| (p.id.clone(), p.mutating))
+            .map(|p| (p.id.clone(), p.mutating, p.route.clone()))
             .collect();
         let mut current = request.clone();
         let mut admission = Admission::default();
-        for (id, mutating) in routed {
+        for (id, mutating, route) in ordered {
             // a mutating webhook's refusal ends the request before any other webhook
             if admission.steps.iter().any(|s| s.mutating && !s.allowed()) {
                 break;
+            }
+            if !route.applies(&current, namespaces) {
+                continue;
             }
             let step = self.send(&id, mutating, &current);
             if mutating

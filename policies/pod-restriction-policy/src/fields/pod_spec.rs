@@ -1,6 +1,6 @@
-//! PodSpec restrictions (README "PodSpec"): the spec's own scalar fields, `nodeSelector`,
-//! `automountServiceAccountToken`, and the dispatch to the security context, the volumes and
-//! the three container lists.
+//! PodSpec restrictions (README "PodSpec"): the spec's own scalar fields, the computed
+//! `qosClass`, `nodeSelector`, `automountServiceAccountToken`, and the dispatch to the
+//! security context, the volumes and the three container lists.
 
 use policy_admission::Violation;
 use policy_admission::pod::ContainerList;
@@ -8,6 +8,7 @@ use policy_decode::json::At;
 use policy_decode::{FieldPath, PolicyError, SettingsError};
 use serde::Deserialize;
 use serde_json::Value;
+use tenancy_rules::pod_resources::{QosClass, qos_class};
 use tenancy_rules::restriction::{
     AnyOf, BoolRestriction, NumericRestriction, OneOrList, RawBool, RawNumeric, RawString,
     RawStringMap, Restriction, StringMapRestriction, StringRestriction,
@@ -17,7 +18,7 @@ use super::containers::check_image_volumes;
 use super::containers::{ContainerRestriction, RawContainer};
 use super::pod_security_context::{PodSecurityContextRestriction, RawPodSecurityContext};
 use super::volumes::{RawVolume, VolumeAlternatives, VolumeRestriction};
-use super::{check_field, field, named, opt};
+use super::{check_field, field, labelled, named, opt};
 
 /// PodSpec restriction settings.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -43,6 +44,8 @@ pub struct RawPodSpec {
     pub priority_class_name: Option<RawString>,
     /// `runtimeClassName`.
     pub runtime_class_name: Option<RawString>,
+    /// The Pod's QoS class, computed from the resources (README "PodSpec").
+    pub qos_class: Option<RawString>,
     /// `terminationGracePeriodSeconds`.
     pub termination_grace_period_seconds: Option<RawNumeric>,
     /// `activeDeadlineSeconds`.
@@ -60,6 +63,7 @@ pub struct RawPodSpec {
 pub(crate) struct PodSpecRestriction {
     strings: Vec<(&'static str, StringRestriction)>,
     numbers: Vec<(&'static str, NumericRestriction)>,
+    qos_class: Option<StringRestriction>,
     node_selector: Option<StringMapRestriction>,
     automount: Option<BoolRestriction>,
     security_context: Option<PodSecurityContextRestriction>,
@@ -100,6 +104,7 @@ impl TryFrom<RawPodSpec> for PodSpecRestriction {
                 ],
                 NumericRestriction::build,
             )?,
+            qos_class: opt(raw.qos_class, "qosClass", qos_restriction)?,
             node_selector: opt(
                 raw.node_selector,
                 "nodeSelector",
@@ -150,6 +155,14 @@ impl PodSpecRestriction {
         for (name, r) in &self.numbers {
             check_field(Some(r), Some(spec), &spec.path, name, out)?;
         }
+        if let Some(r) = &self.qos_class {
+            // README rule 18: computed from the resources, never read from the object.
+            let class = qos_class(spec)?;
+            let path = spec.path.field("qosClass");
+            labelled("computed", out, |out| {
+                r.check_str(Some(class.as_str()), &path, out);
+            });
+        }
         check_field(
             self.node_selector.as_ref(),
             Some(spec),
@@ -198,6 +211,30 @@ impl PodSpecRestriction {
     }
 }
 
+/// The QoS classes, as the API writes them.
+const QOS_CLASSES: [QosClass; 3] = [
+    QosClass::Guaranteed,
+    QosClass::Burstable,
+    QosClass::BestEffort,
+];
+
+/// `qosClass`: a String restriction whose `whitelist` and `blacklist` entries are QoS
+/// classes (an entry no Pod can have, such as `guaranteed`, is refused rather than never
+/// matching).
+fn qos_restriction(raw: RawString) -> Result<StringRestriction, SettingsError> {
+    for (name, list) in [("whitelist", &raw.whitelist), ("blacklist", &raw.blacklist)] {
+        for (i, entry) in list.iter().flat_map(|l| l.iter()).enumerate() {
+            if !QOS_CLASSES.iter().any(|c| c.as_str() == entry) {
+                return Err(SettingsError::new(
+                    format!("{name}[{i}]"),
+                    format!("{entry:?} is not a QoS class (Guaranteed, Burstable, BestEffort)"),
+                ));
+            }
+        }
+    }
+    StringRestriction::build(raw)
+}
+
 /// The string field `name` of the spec and its path; `serviceAccountName` falls back to the
 /// deprecated `serviceAccount` when only that one is set (and is reported there).
 fn string_field<'a>(spec: &At<'a>, name: &str) -> (Option<&'a Value>, FieldPath) {
@@ -235,5 +272,60 @@ mod tests {
     )]
     fn checks(#[case] settings: Value, #[case] pod: Value, #[case] expected: &[&str]) {
         assert_eq!(violations(settings, pod), expected);
+    }
+
+    fn guaranteed() -> Value {
+        json!({"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}})
+    }
+
+    #[rstest]
+    #[case(json!({"whitelist": ["Guaranteed"]}), json!({"spec": {"containers": [guaranteed()]}}), &[])]
+    #[case(
+        json!({"whitelist": ["Guaranteed"]}),
+        json!({"spec": {"containers": [guaranteed(), {"name": "b"}]}}),
+        &[r#"spec.qosClass: computed "Burstable" is not in whitelist [Guaranteed]"#]
+    )]
+    #[case(
+        json!({"blacklist": ["BestEffort"]}),
+        json!({"spec": {"containers": [{"name": "a"}]}}),
+        &[r#"spec.qosClass: computed "BestEffort" is in blacklist [BestEffort]"#]
+    )]
+    #[case(json!({"blacklist": ["BestEffort"]}), json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}]}}), &[])]
+    #[case(
+        json!({"blacklistRegex": "Best.*"}),
+        json!({"spec": {"resources": {"requests": {"cpu": "0"}}, "containers": [guaranteed()]}}),
+        &[r#"spec.qosClass: computed "BestEffort" matches blacklistRegex "Best.*""#]
+    )]
+    #[case(json!({"regex": "Guaranteed|Burstable"}), json!({"spec": {"initContainers": [guaranteed()], "containers": [guaranteed()]}}), &[])]
+    fn qos_class_checks(#[case] qos: Value, #[case] pod: Value, #[case] expected: &[&str]) {
+        assert_eq!(
+            violations(json!({"spec": {"qosClass": qos}}), pod),
+            expected
+        );
+    }
+
+    #[test]
+    fn qos_class_of_malformed_resources_is_400() {
+        let r = super::super::testing::spec(
+            json!({"spec": {"qosClass": {"whitelist": ["Guaranteed"]}}}),
+        );
+        let obj = json!({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "two"}}}]}});
+        let t = super::super::Template::read(&obj, policy_decode::FieldPath::empty()).unwrap();
+        let err = r.check(&t, &mut Vec::new()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("spec.containers[0].resources.limits.cpu:"),
+            "{err}"
+        );
+    }
+
+    #[rstest]
+    #[case(json!({"whitelist": ["Guaranteed", "guaranteed"]}), r#"spec.qosClass.whitelist[1]: "guaranteed" is not a QoS class (Guaranteed, Burstable, BestEffort)"#)]
+    #[case(json!({"blacklist": ["None"]}), r#"spec.qosClass.blacklist[0]: "None" is not a QoS class"#)]
+    #[case(json!({"blacklistRegex": "("}), r#"spec.qosClass.blacklistRegex: invalid regex "(""#)]
+    #[case(json!({"whitelist": []}), "spec.qosClass.whitelist: must not be empty")]
+    fn qos_class_refusals(#[case] qos: Value, #[case] message: &str) {
+        let err = super::super::testing::refusal(json!({"spec": {"qosClass": qos}}));
+        assert!(err.starts_with(message), "{err}");
     }
 }

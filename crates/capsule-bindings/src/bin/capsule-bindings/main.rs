@@ -134,6 +134,10 @@ struct ConvertArgs {
     /// List what would be written (one line per binding) and write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Leave out the cluster-wide namespace ownership binding (written from every Tenant
+    /// given; convert all Tenants at once to keep it whole).
+    #[arg(long)]
+    no_ownership: bool,
 }
 
 #[derive(Args)]
@@ -185,6 +189,7 @@ fn convert(args: ConvertArgs) -> Result<ExitCode> {
     let options = Options {
         tenant_label: args.tenant_label,
         placement: args.placement.placement(),
+        ownership: !args.no_ownership,
     };
     let source = ModuleSource {
         registry: args.registry,

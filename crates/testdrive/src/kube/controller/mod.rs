@@ -457,15 +457,21 @@ impl Controller {
 
     /// The bindings the API server sends `request` to, in the order it calls them: mutating
     /// webhooks by name (each sees the object the previous one produced), then validating
-    /// ones.
+    /// ones. Each is matched against `request` as given: [`Controller::ordered`] with
+    /// [`Route::applies`] at each turn follows the object as it is mutated.
     pub fn routed(&self, request: &Value, namespaces: &Namespaces) -> Vec<&LoadedPolicy> {
-        let mut routed: Vec<&LoadedPolicy> = self
-            .policies
-            .iter()
+        self.ordered()
+            .into_iter()
             .filter(|p| p.route.applies(request, namespaces))
-            .collect();
-        routed.sort_by_key(|p| (!p.mutating, p.id.clone()));
-        routed
+            .collect()
+    }
+
+    /// Every binding in the order the API server calls webhooks: mutating ones by name, then
+    /// validating ones.
+    pub fn ordered(&self) -> Vec<&LoadedPolicy> {
+        let mut ordered: Vec<&LoadedPolicy> = self.policies.iter().collect();
+        ordered.sort_by_key(|p| (!p.mutating, p.id.clone()));
+        ordered
     }
 }
 
