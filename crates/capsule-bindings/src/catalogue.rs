@@ -219,7 +219,7 @@ macro_rules! bundled {
 }
 
 /// Every policy of the bundle (the folders under `policies/`), by name.
-pub const BUNDLE: [BundlePolicy; 22] = [
+pub const BUNDLE: [BundlePolicy; 23] = [
     bundled!("container-registry-policy"),
     bundled!("device-class-policy"),
     bundled!("gateway-class-policy"),
@@ -241,6 +241,7 @@ pub const BUNDLE: [BundlePolicy; 22] = [
     bundled!("run-once-deadline-policy"),
     bundled!("runtime-class-policy"),
     bundled!("service-policy"),
+    bundled!("tenant-cordon-policy"),
     bundled!("tenant-metadata-policy"),
 ];
 

@@ -227,6 +227,20 @@ pub struct RawPrincipals {
     pub service_accounts: NameList,
 }
 
+/// The users of [`Principals::platform`].
+pub const PLATFORM_USERS: [&str; 3] = [
+    "system:apiserver",
+    "system:kube-controller-manager",
+    "system:kube-scheduler",
+];
+
+/// The groups of [`Principals::platform`].
+pub const PLATFORM_GROUPS: [&str; 3] = [
+    "system:masters",
+    "system:nodes",
+    "system:serviceaccounts:kube-system",
+];
+
 /// Validated principals.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Principals {
@@ -293,6 +307,31 @@ impl Principals {
                     name: Glob::new(n),
                 })
                 .collect(),
+        }
+    }
+
+    /// The platform's own identities (`docs/semantics.md#principals`): the API server, the
+    /// controller manager and the scheduler by username, the kubelets (`system:nodes`),
+    /// `system:masters`, and every `kube-system` service account (the controllers run as
+    /// them with `--use-service-account-credentials`: garbage collector, namespace
+    /// controller, ...), by group and by username.
+    ///
+    /// ```
+    /// use policy_admission::request::UserInfo;
+    /// use tenancy_rules::principal::Principals;
+    /// let gc = UserInfo { username: "system:serviceaccount:kube-system:generic-garbage-collector".into(), groups: Default::default() };
+    /// assert!(Principals::platform().matches(&gc));
+    /// let other = UserInfo { username: "system:serviceaccount:solar:generic-garbage-collector".into(), groups: Default::default() };
+    /// assert!(!Principals::platform().matches(&other));
+    /// ```
+    pub fn platform() -> Self {
+        Principals {
+            users: GlobSet::new(PLATFORM_USERS.into()),
+            groups: GlobSet::new(PLATFORM_GROUPS.into()),
+            service_accounts: vec![ServiceAccountPattern {
+                namespace: Glob::new("kube-system"),
+                name: Glob::new("*"),
+            }],
         }
     }
 

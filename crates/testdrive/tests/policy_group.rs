@@ -162,8 +162,85 @@ fn the_tenant_pod_group_judges_pods_in_policy_server() {
     deployment.stop();
 }
 
-/// Every (group/version/resource, operation) a policy's metadata rules route to it.
-fn routes(metadata: &Metadata) -> BTreeSet<(String, String)> {
+/// The cluster-scoped resources the metadata rules name; every other resource they name is
+/// namespaced. A wildcard rule with `scope: Namespaced` (tenant-cordon-policy) shares no
+/// request with these.
+const CLUSTER_SCOPED: [&str; 3] = ["namespaces", "clusterroles", "clusterrolebindings"];
+
+/// The namespaced resources the metadata rules name: a resource in neither list fails the
+/// test, so a new one is classified before a family is computed with it.
+const NAMESPACED: [&str; 22] = [
+    "configmaps",
+    "cronjobs",
+    "daemonsets",
+    "deployments",
+    "gateways",
+    "ingresses",
+    "jobs",
+    "limitranges",
+    "networkpolicies",
+    "persistentvolumeclaims",
+    "pods",
+    "replicasets",
+    "replicationcontrollers",
+    "resourceclaims",
+    "resourceclaimtemplates",
+    "resourcequotas",
+    "rolebindings",
+    "roles",
+    "secrets",
+    "serviceaccounts",
+    "services",
+    "statefulsets",
+];
+
+/// One request pattern of a metadata rule: group, version, resource (`*`, `*/*`, `x/*`,
+/// `*/s` or a concrete `x`, `x/s`), operation, and scope (`Cluster`, `Namespaced` or `*`).
+type Route = (String, String, String, String, String);
+
+/// The meet of two rule components: `*` matches anything.
+fn meet(a: &str, b: &str) -> Option<String> {
+    match (a, b) {
+        ("*", _) => Some(b.to_owned()),
+        (_, "*") => Some(a.to_owned()),
+        _ if a == b => Some(a.to_owned()),
+        _ => None,
+    }
+}
+
+/// The meet of two resource patterns: `*/*` is every resource and subresource, `*` every
+/// resource, `x/*` every subresource of `x`, `*/s` subresource `s` of any resource; a
+/// resource and a subresource never meet.
+fn meet_resource(a: &str, b: &str) -> Option<String> {
+    match (a, b) {
+        ("*/*", _) => return Some(b.to_owned()),
+        (_, "*/*") => return Some(a.to_owned()),
+        _ => {}
+    }
+    let (an, asub) = a.split_once('/').map_or((a, None), |(n, s)| (n, Some(s)));
+    let (bn, bsub) = b.split_once('/').map_or((b, None), |(n, s)| (n, Some(s)));
+    let name = meet(an, bn)?;
+    match (asub, bsub) {
+        (None, None) => Some(name),
+        (Some(x), Some(y)) => Some(format!("{name}/{}", meet(x, y)?)),
+        _ => None,
+    }
+}
+
+/// The requests both routes match, if any.
+fn meet_route(a: &Route, b: &Route) -> Option<Route> {
+    Some((
+        meet(&a.0, &b.0)?,
+        meet(&a.1, &b.1)?,
+        meet_resource(&a.2, &b.2)?,
+        meet(&a.3, &b.3)?,
+        meet(&a.4, &b.4)?,
+    ))
+}
+
+/// Every request pattern a policy's metadata rules route to it; a concrete resource carries
+/// its scope.
+fn routes(metadata: &Metadata) -> BTreeSet<Route> {
     let list = |rule: &Value, key: &str| -> Vec<String> {
         rule[key]
             .as_array()
@@ -175,16 +252,24 @@ fn routes(metadata: &Metadata) -> BTreeSet<(String, String)> {
     };
     let mut out = BTreeSet::new();
     for rule in &metadata.rules {
+        let rule_scope = rule["scope"].as_str().unwrap_or("*");
         for g in list(rule, "apiGroups") {
             for v in list(rule, "apiVersions") {
                 for r in list(rule, "resources") {
+                    let base = r.split('/').next().unwrap_or_default();
+                    let scope = if base == "*" {
+                        rule_scope.to_owned()
+                    } else if CLUSTER_SCOPED.contains(&base) {
+                        "Cluster".to_owned()
+                    } else {
+                        assert!(
+                            NAMESPACED.contains(&base),
+                            "{base}: classify it in CLUSTER_SCOPED or NAMESPACED"
+                        );
+                        "Namespaced".to_owned()
+                    };
                     for o in list(rule, "operations") {
-                        let group = if g.is_empty() {
-                            "core".to_owned()
-                        } else {
-                            g.clone()
-                        };
-                        out.insert((format!("{group}/{v}/{r}"), o));
+                        out.insert((g.clone(), v.clone(), r.clone(), o, scope.clone()));
                     }
                 }
             }
@@ -193,15 +278,48 @@ fn routes(metadata: &Metadata) -> BTreeSet<(String, String)> {
     out
 }
 
-/// Routes as `group/version/resource (OPS)`, one kind after the other.
-fn render(routes: &BTreeSet<(String, String)>) -> String {
-    let mut by_kind: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (kind, op) in routes {
-        by_kind.entry(kind).or_default().push(op);
+/// The requests both sets of routes match.
+fn intersect(a: &BTreeSet<Route>, b: &BTreeSet<Route>) -> BTreeSet<Route> {
+    a.iter()
+        .flat_map(|x| b.iter().filter_map(move |y| meet_route(x, y)))
+        .collect()
+}
+
+/// Whether every request of `sub` is routed by `routes`.
+fn covered(sub: &BTreeSet<Route>, routes: &BTreeSet<Route>) -> bool {
+    sub.iter()
+        .all(|c| routes.iter().any(|r| meet_route(c, r).as_ref() == Some(c)))
+}
+
+/// Routes as `group/version/resource (OPS)`, one kind after the other; a wildcard resource
+/// shows its scope.
+fn render(routes: &BTreeSet<Route>) -> String {
+    let mut by_kind: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for (g, v, r, op, scope) in routes {
+        let group = if g.is_empty() { "core" } else { g };
+        let scope = if r.contains('*') && scope != "*" {
+            format!(", {scope}")
+        } else {
+            String::new()
+        };
+        by_kind
+            .entry(format!("{group}/{v}/{r}{scope}"))
+            .or_default()
+            .push(op);
     }
     by_kind
         .iter()
-        .map(|(kind, ops)| format!("`{kind}` ({})", ops.join(", ")))
+        .map(|(kind, ops)| {
+            let (kind, scope) = kind
+                .split_once(", ")
+                .map_or((kind.as_str(), ""), |(k, s)| (k, s));
+            let scope = if scope.is_empty() {
+                String::new()
+            } else {
+                format!("; {scope} only")
+            };
+            format!("`{kind}` ({}{scope})", ops.join(", "))
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -211,7 +329,7 @@ fn render(routes: &BTreeSet<(String, String)>) -> String {
 /// every policy that handles those requests).
 fn groupable_section() -> String {
     let mut mutating = Vec::new();
-    let mut handled: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+    let mut handled: BTreeMap<String, BTreeSet<Route>> = BTreeMap::new();
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("policies"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -227,7 +345,7 @@ fn groupable_section() -> String {
         }
     }
     let names: Vec<&String> = handled.keys().collect();
-    let mut families: BTreeMap<Vec<String>, BTreeSet<(String, String)>> = BTreeMap::new();
+    let mut families: BTreeMap<Vec<String>, BTreeSet<Route>> = BTreeMap::new();
     for mask in 1u32..(1 << names.len()) {
         let chosen: Vec<&String> = names
             .iter()
@@ -238,14 +356,14 @@ fn groupable_section() -> String {
         let common = chosen
             .iter()
             .map(|n| handled[*n].clone())
-            .reduce(|a, b| a.intersection(&b).cloned().collect())
+            .reduce(|a, b| intersect(&a, &b))
             .unwrap();
         if chosen.len() < 2 || common.is_empty() {
             continue;
         }
         let family: Vec<String> = handled
             .iter()
-            .filter(|(_, r)| common.is_subset(r))
+            .filter(|(_, r)| covered(&common, r))
             .map(|(n, _)| n.clone())
             .collect();
         families.insert(family, common);
@@ -266,9 +384,14 @@ fn groupable_section() -> String {
         .filter(|n| !families.keys().any(|f| f.contains(n)))
         .map(|n| format!("`{n}`"))
         .collect();
+    if !alone.is_empty() {
+        out.push_str(&format!(
+            "\nNon-mutating, but sharing no request with another policy (a member only of a group of its own, such as the same policy twice with different settings): {}.\n",
+            alone.join(", ")
+        ));
+    }
     out.push_str(&format!(
-        "\nNon-mutating, but sharing no request with another policy (a member only of a group of its own, such as the same policy twice with different settings): {}.\n\nMutating, never a member: {}.\n",
-        alone.join(", "),
+        "\nMutating, never a member: {}.\n",
         mutating.join(", ")
     ));
     out

@@ -1,6 +1,7 @@
 //! namespace-metadata-policy: unprivileged principals may not create, change or delete
 //! reserved namespaces, and may add, change or remove only allowed Namespace labels and
-//! annotations — never protected ones, nor `ownerReferences` (README rules 1–6).
+//! annotations — never protected ones, nor `ownerReferences` — and may not add or change
+//! forbidden ones (README rules 1–7).
 
 pub mod settings;
 
@@ -17,7 +18,7 @@ use policy_decode::{FieldPath, PolicyError};
 use settings::KeyRules;
 pub use settings::Settings;
 
-/// The label the API server sets to the namespace's name on every Namespace (README rule 3).
+/// The label the API server sets to the namespace's name on every Namespace (README rule 4).
 pub const METADATA_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// The policy.
@@ -47,7 +48,7 @@ impl Policy for NamespaceMetadataPolicy {
         if !judged {
             return Ok(Verdict::accept());
         }
-        // README rule 6: exempt principals are accepted; ClusterRoleBindings are read only
+        // README rule 1: exempt principals are accepted; ClusterRoleBindings are read only
         // when the request would be refused (docs/semantics.md#exemptions).
         settings.exempt_principals.judge_unless_exempt(
             &request.user_info,
@@ -58,7 +59,7 @@ impl Policy for NamespaceMetadataPolicy {
     }
 }
 
-/// README rules 1–5 for one request of a handled kind and operation.
+/// README rules 2–6 for one request of a handled kind and operation.
 fn judge(request: &AdmissionRequest, settings: &Settings) -> Result<Verdict, PolicyError> {
     let mut verdict = Verdict::accept();
     let delete = request.operation == Operation::Delete;
@@ -66,7 +67,7 @@ fn judge(request: &AdmissionRequest, settings: &Settings) -> Result<Verdict, Pol
         true => None,
         false => Some(request.object()?),
     };
-    // README rule 1: reserved names first, and alone.
+    // README rule 2: reserved names first, and alone.
     let name = judged_name(request, object.as_ref())?;
     if let Some(reserved) = settings.reserved_names.iter().find(|r| r.is_match(&name)) {
         let all = bracketed(settings.reserved_names.iter().map(|r| r.pattern()));
@@ -79,7 +80,7 @@ fn judge(request: &AdmissionRequest, settings: &Settings) -> Result<Verdict, Pol
         );
         return Ok(verdict);
     }
-    // README rule 5: only names are judged on DELETE and on ProjectRequests (whose
+    // README rule 3: only names are judged on DELETE and on ProjectRequests (whose
     // metadata the API server does not carry into the project).
     if delete || PROJECT_REQUEST.matches(&request.kind) {
         return Ok(verdict);
@@ -88,7 +89,7 @@ fn judge(request: &AdmissionRequest, settings: &Settings) -> Result<Verdict, Pol
         Operation::Update => Some(request.old_object()?),
         _ => None,
     };
-    // README rules 2 and 3: labels, then annotations.
+    // README rule 4: labels, then annotations.
     for (map, what, rules) in [
         ("labels", "label", &settings.labels),
         ("annotations", "annotation", &settings.annotations),
@@ -96,10 +97,11 @@ fn judge(request: &AdmissionRequest, settings: &Settings) -> Result<Verdict, Pol
         let before = string_map(old.as_ref(), map)?;
         let after = string_map(object.as_ref(), map)?;
         for key in changed_keys(before, after) {
-            judge_key(map, what, key, rules, &mut verdict);
+            let removed = !after.is_some_and(|a| a.contains_key(key));
+            judge_key(map, what, key, removed, rules, &mut verdict);
         }
     }
-    // README rule 4.
+    // README rule 5.
     if settings.protect_owner_references
         && owner_references(old.as_ref())? != owner_references(object.as_ref())?
     {
@@ -111,15 +113,25 @@ fn judge(request: &AdmissionRequest, settings: &Settings) -> Result<Verdict, Pol
     Ok(verdict)
 }
 
-/// README rule 3: a changed key that is protected, or that no allowed pattern matches
-/// (`kubernetes.io/metadata.name` aside), is a violation.
-fn judge_key(map: &str, what: &str, key: &str, rules: &KeyRules, verdict: &mut Verdict) {
+/// README rule 4: a changed key that is protected, an added or changed key that is forbidden,
+/// or a changed key that no allowed pattern matches (`kubernetes.io/metadata.name` aside), is
+/// a violation; one per key, in that order.
+fn judge_key(
+    map: &str,
+    what: &str,
+    key: &str,
+    removed: bool,
+    rules: &KeyRules,
+    verdict: &mut Verdict,
+) {
     let path = FieldPath::root("metadata").field(map).key(key);
     if rules.protected.contains(key) {
         verdict.violation(
             &path,
             format!("{what} is protected and may not be added, changed or removed"),
         );
+    } else if !removed && rules.forbidden.forbids(key) {
+        verdict.violation(&path, rules.forbidden.refusal(what, key));
     } else {
         let always = map == "labels" && key == METADATA_NAME_LABEL;
         if always || rules.allowed.is_match(key) {
@@ -135,7 +147,7 @@ fn judge_key(map: &str, what: &str, key: &str, rules: &KeyRules, verdict: &mut V
     }
 }
 
-/// README rule 1: the name judged — the object's name; on DELETE the request's name (or
+/// README rule 2: the name judged — the object's name; on DELETE the request's name (or
 /// the old object's); a Namespace created with only `generateName` is judged by that prefix
 /// followed by the five characters the API server appends.
 fn judged_name(request: &AdmissionRequest, object: Option<&At<'_>>) -> Result<String, PolicyError> {

@@ -8,6 +8,7 @@ use policy_decode::settings::Validated;
 use policy_decode::settings::no_duplicate_names;
 use serde::Deserialize;
 use tenancy_rules::exempt::{ExemptPrincipals, RawExemptPrincipals};
+use tenancy_rules::forbidden::{ForbiddenKeys, RawForbiddenKeys};
 use tenancy_rules::organization::check_key;
 
 /// The default `reservedNames`.
@@ -35,6 +36,10 @@ pub struct RawSettings {
     #[serde(default)]
     protected_annotations: Option<NameList>,
     #[serde(default)]
+    forbidden_labels: Option<RawForbiddenKeys>,
+    #[serde(default)]
+    forbidden_annotations: Option<RawForbiddenKeys>,
+    #[serde(default)]
     protect_owner_references: Option<bool>,
     #[serde(default)]
     exempt_principals: RawExemptPrincipals,
@@ -43,13 +48,16 @@ pub struct RawSettings {
 }
 
 /// What may change in one metadata map (labels or annotations): keys matching an allowed
-/// pattern, unless protected.
+/// pattern, unless protected; forbidden keys may not be added or given a new value.
 #[derive(Clone, Debug)]
 pub struct KeyRules {
     /// Full-match regexes over the keys non-exempt principals may add, change or remove.
     pub allowed: PatternList,
     /// Keys nobody but exempt principals may add, change or remove.
     pub protected: NameList,
+    /// Keys (exact or full-match regexes) nobody but exempt principals may add or give a new
+    /// value, even when allowed (README rule 4).
+    pub forbidden: ForbiddenKeys,
 }
 
 impl KeyRules {
@@ -58,6 +66,7 @@ impl KeyRules {
         allowed: Vec<String>,
         protected_field: &str,
         protected: NameList,
+        forbidden: ForbiddenKeys,
     ) -> Result<Self, SettingsError> {
         let allowed = PatternList::new(regexes(field, &allowed)?);
         if !policy_decode::settings::is_reread() {
@@ -75,7 +84,11 @@ impl KeyRules {
                 ));
             }
         }
-        Ok(KeyRules { allowed, protected })
+        Ok(KeyRules {
+            allowed,
+            protected,
+            forbidden,
+        })
     }
 
     /// The allowed patterns as written, for messages.
@@ -122,6 +135,7 @@ impl TryFrom<RawSettings> for Settings {
             "protectedLabels",
             raw.protected_labels
                 .unwrap_or_else(|| DEFAULT_PROTECTED_LABELS.into()),
+            ForbiddenKeys::build_optional(raw.forbidden_labels, "forbiddenLabels", "label")?,
         )?;
         let annotations = KeyRules::build(
             "allowedAnnotations",
@@ -129,6 +143,11 @@ impl TryFrom<RawSettings> for Settings {
                 .unwrap_or_else(|| owned(&DEFAULT_ALLOWED_ANNOTATIONS)),
             "protectedAnnotations",
             raw.protected_annotations.unwrap_or_default(),
+            ForbiddenKeys::build_optional(
+                raw.forbidden_annotations,
+                "forbiddenAnnotations",
+                "annotation",
+            )?,
         )?;
         Ok(Settings {
             reserved_names: regexes("reservedNames", &reserved)?,
@@ -168,6 +187,12 @@ mod tests {
     #[case(json!({"exemptPrincipals": {"roles": ["x"]}}), "exemptPrincipals.roles: unknown field `roles`")]
     #[case(json!({"onLookupError": "ignore"}), "onLookupError: unknown variant `ignore`")]
     #[case(json!({"allowLabels": []}), "allowLabels: unknown field `allowLabels`")]
+    #[case(json!({"forbiddenLabels": {}}), "forbiddenLabels: give denied or deniedRegex (omit forbiddenLabels to forbid no label key)")]
+    #[case(json!({"forbiddenLabels": null}), "forbiddenLabels: invalid type: null")]
+    #[case(json!({"forbiddenLabels": {"denied": ["bad key"]}}), "forbiddenLabels.denied[0]: \"bad key\" is not a valid label key")]
+    #[case(json!({"forbiddenLabels": {"deniedRegex": ["ok", "a)|(b"]}}), "forbiddenLabels.deniedRegex[1]: invalid regex \"a)|(b\"")]
+    #[case(json!({"forbiddenAnnotations": {"denied": ["a", "a"]}}), "forbiddenAnnotations.denied[1]: duplicate entry \"a\"")]
+    #[case(json!({"forbiddenAnnotations": {"allowed": ["a"]}}), "forbiddenAnnotations.allowed: unknown field `allowed`")]
     fn refused(#[case] raw: Value, #[case] message: &str) {
         let err = settings(&raw).unwrap_err().to_string();
         assert!(err.starts_with(message), "{err}");
@@ -185,5 +210,22 @@ mod tests {
         assert!(s.exempt_principals.is_empty());
         let s = settings(&json!({"reservedNames": [], "protectOwnerReferences": false})).unwrap();
         assert!(s.reserved_names.is_empty() && !s.protect_owner_references);
+        assert!(s.labels.forbidden.is_empty() && s.annotations.forbidden.is_empty());
+    }
+
+    /// A per-tenant binding carrying only the forbidden lists (README "A per-tenant binding").
+    #[test]
+    fn a_binding_of_forbidden_keys_only_is_accepted() {
+        let s = settings(&json!({"reservedNames": [], "allowedLabels": [".*"], "allowedAnnotations": [".*"],
+            "protectedLabels": [], "forbiddenLabels": {"denied": ["foo.acme.net/x"], "deniedRegex": [".*\\.acme\\.net/.*"]},
+            "forbiddenAnnotations": {"deniedRegex": "x/.*"}}))
+        .unwrap();
+        assert!(s.reserved_names.is_empty() && s.labels.protected.is_empty());
+        assert!(
+            s.labels.forbidden.forbids("foo.acme.net/x")
+                && s.labels.forbidden.forbids("a.acme.net/b")
+        );
+        assert!(!s.labels.forbidden.forbids("acme.net/b"));
+        assert!(s.annotations.forbidden.forbids("x/y") && !s.labels.forbidden.forbids("x/y"));
     }
 }

@@ -23,9 +23,9 @@ use policy_admission::request::{AdmissionRequest, Operation};
 use policy_decode::json::At;
 use policy_decode::settings::ExactName;
 use policy_decode::{FieldPath, PolicyError};
-use serde_json::Value;
 
-pub use settings::{AllowedServices, ExternalNames, ForbiddenKeys, NodePortRanges, Settings};
+pub use settings::{AllowedServices, ExternalNames, NodePortRanges, Settings};
+pub use tenancy_rules::forbidden::ForbiddenKeys;
 
 /// The policy.
 pub struct ServicePolicy;
@@ -124,8 +124,9 @@ impl Policy for ServicePolicy {
         let mut verdict = Verdict::accept();
         let labels = (&settings.forbidden_labels, "labels", "label");
         let annotations = (&settings.forbidden_annotations, "annotations", "annotation");
+        // README rule 4: added or changed forbidden keys (docs/semantics.md#metadata).
         for (keys, map, noun) in [labels, annotations] {
-            forbidden_keys(&service, old.as_ref(), keys, map, noun, &mut verdict)?;
+            keys.judge(&service.object, old.as_ref(), map, noun, &mut verdict)?;
         }
         let old_spec = match &old {
             Some(old) if settings.reads_old_spec() => old.get_object("spec")?,
@@ -186,50 +187,6 @@ impl Policy for ServicePolicy {
         }
         Ok(verdict)
     }
-}
-
-/// README rule 4: a key of `metadata.<map>` that `keys` forbids, present on CREATE, added
-/// or given a new value on UPDATE (removing one, or leaving it unchanged, is allowed; values
-/// are never judged).
-fn forbidden_keys(
-    service: &Admitted<'_>,
-    old: Option<&At<'_>>,
-    keys: &ForbiddenKeys,
-    map: &str,
-    noun: &str,
-    verdict: &mut Verdict,
-) -> Result<(), PolicyError> {
-    if keys.is_empty() {
-        return Ok(());
-    }
-    let Some(meta) = service.object.get_object("metadata")? else {
-        return Ok(());
-    };
-    let pairs = meta.get_string_map(map)?;
-    if pairs.is_empty() {
-        return Ok(());
-    }
-    let old_pairs = match old.map(|o| o.get_object("metadata")).transpose()?.flatten() {
-        Some(old_meta) => old_meta.get_object(map)?.and_then(|m| m.value.as_object()),
-        None => None,
-    };
-    let path = meta.path.field(map);
-    for (key, value) in pairs {
-        if !keys.forbids(key) {
-            continue;
-        }
-        let unchanged = old_pairs.and_then(|m| m.get(key)).and_then(Value::as_str) == Some(value);
-        if !unchanged {
-            verdict.violation(
-                &path.key(key),
-                format!(
-                    "{noun} key {key:?} is not allowed (forbidden: {})",
-                    keys.describe()
-                ),
-            );
-        }
-    }
-    Ok(())
 }
 
 /// README rule 5: whether an UPDATE changed what rules 1 and 2 read. `spec.type`,
@@ -758,7 +715,7 @@ mod tests {
     use super::*;
     use policy_admission::cluster::Objects;
     use policy_admission::policy::{ValidationResponse, evaluate};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn run(operation: &str, object: Value, old: Value, settings: Value) -> ValidationResponse {
         let payload = json!({

@@ -7,13 +7,13 @@ use kube_values::hostname::{
 };
 use kube_values::net::CidrList;
 use policy_decode::SettingsError;
-use policy_decode::matcher::{OneOrMany, StringMatcher, regexes};
+use policy_decode::matcher::OneOrMany;
 use policy_decode::message;
 use policy_decode::names::NameList;
 use policy_decode::ranges::RangeList;
 use policy_decode::settings::Validated;
-use policy_decode::settings::{is_reread, no_duplicate_names};
 use serde::Deserialize;
+use tenancy_rules::forbidden::{ForbiddenKeys, RawForbiddenKeys};
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
@@ -70,85 +70,6 @@ impl Default for AllowedServices {
 struct RawExternalIps {
     #[serde(default)]
     allowed: Option<CidrList>,
-}
-
-/// `forbiddenLabels` / `forbiddenAnnotations` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawForbiddenKeys {
-    #[serde(default)]
-    denied: Option<NameList>,
-    #[serde(default)]
-    denied_regex: Option<OneOrMany>,
-}
-
-/// Keys tenants may not set on a Service (README rule 4): exact keys and full-match regexes.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ForbiddenKeys {
-    /// The denied keys and regexes.
-    pub keys: StringMatcher,
-}
-
-impl ForbiddenKeys {
-    /// Whether `key` is forbidden.
-    pub fn forbids(&self, key: &str) -> bool {
-        self.keys.matches(key)
-    }
-
-    /// Whether no key is forbidden.
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
-    /// What is forbidden, for messages: `names [a], regexes ["x.*"]`.
-    pub fn describe(&self) -> String {
-        self.keys.describe()
-    }
-
-    /// Validates the block at settings path `path`; `noun` is `label` or `annotation`.
-    fn build(raw: RawForbiddenKeys, path: &str, noun: &str) -> Result<Self, SettingsError> {
-        if raw.denied.is_none() && raw.denied_regex.is_none() {
-            return Err(SettingsError::new(
-                path,
-                format!("give denied or deniedRegex (omit {path} to forbid no {noun} key)"),
-            ));
-        }
-        let denied = raw.denied.unwrap_or_default();
-        check_keys(&format!("{path}.denied"), &denied, noun)?;
-        let regex_path = format!("{path}.deniedRegex");
-        let compiled = match raw.denied_regex {
-            None => Vec::new(),
-            Some(OneOrMany::One(pattern)) => regexes(&regex_path, &[pattern])
-                .map_err(|e| SettingsError::new(&regex_path, e.problem))?,
-            Some(OneOrMany::Many(patterns)) => regexes(&regex_path, &patterns)?,
-        };
-        Ok(ForbiddenKeys {
-            keys: StringMatcher::new(denied, compiled),
-        })
-    }
-}
-
-/// Refuses a denied key that is not a valid `noun` key (no object can carry it, so it is a
-/// mistake) and repeated keys; skipped when settings are re-read (syntax checks cannot
-/// change a verdict). Annotation keys are checked lower-cased, as the API server does.
-fn check_keys(path: &str, denied: &NameList, noun: &str) -> Result<(), SettingsError> {
-    if is_reread() {
-        return Ok(());
-    }
-    no_duplicate_names(path, denied)?;
-    for (i, key) in denied.iter().enumerate() {
-        let checked = match noun {
-            "annotation" => key.to_ascii_lowercase(),
-            _ => key.to_owned(),
-        };
-        if !kube_values::labels::is_label_key(&checked) {
-            return Err(SettingsError::new(
-                format!("{path}[{i}]"),
-                format!("{key:?} is not a valid {noun} key"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// `externalNames` as written: a hostname allow-list and deny-list in one block.
@@ -327,10 +248,7 @@ impl TryFrom<RawSettings> for Settings {
                 ));
             }
         };
-        let forbidden = |raw: Option<RawForbiddenKeys>, path: &str, noun: &str| match raw {
-            Some(raw) => ForbiddenKeys::build(raw, path, noun),
-            None => Ok(ForbiddenKeys::default()),
-        };
+        let forbidden = ForbiddenKeys::build_optional;
         let external_names = match raw.external_names {
             Some(raw) => Some(ExternalNames::build(raw).map_err(|e| e.under("externalNames"))?),
             None => None,

@@ -76,8 +76,8 @@ pub const GROW_BUDGET: Duration = Duration::from_millis(50);
 pub const SCALE_BUDGET_RATIO: f64 = 5.0;
 
 /// The operation of the floor request: accepted by every policy before its settings are
-/// read (no policy of the bundle judges CONNECT; DELETE is judged by protected-objects and
-/// namespace-metadata).
+/// read (no policy of the bundle judges CONNECT; DELETE is judged by protected-objects,
+/// namespace-metadata and tenant-cordon).
 pub const FLOOR_OPERATION: &str = "CONNECT";
 
 /// Default target size of a grown object.

@@ -307,12 +307,26 @@ fn rules_within(spec: &Value, known: &[&Value], comments: &[String], out: &mut V
             for version in list(rule, "apiVersions") {
                 for resource in list(rule, "resources") {
                     for operation in list(rule, "operations") {
-                        let covered = known.iter().any(|m| {
+                        let routed = |m: &&Value| {
                             covers(&list(m, "apiGroups"), &group)
                                 && covers(&list(m, "apiVersions"), &version)
                                 && covers_resource(&list(m, "resources"), &resource)
                                 && covers(&list(m, "operations"), &operation)
+                        };
+                        let covered = known
+                            .iter()
+                            .any(|m| routed(m) && covers_scope(m, rule, &resource));
+                        let scoped = known.iter().filter(|m| routed(m)).find_map(|m| {
+                            m.get("scope").and_then(Value::as_str).filter(|_| !covered)
                         });
+                        if let Some(scope) = scoped {
+                            out.push(format!(
+                                "spec.rules[{i}]: {operation} {resource} needs scope: {scope}, as the \
+                                 policy's metadata rule has (without it the binding routes the other \
+                                 scope's objects too)"
+                            ));
+                            continue;
+                        }
                         let explained = comments
                             .iter()
                             .any(|c| c.starts_with(&format!("not in metadata: {resource}:")));
@@ -332,6 +346,21 @@ fn rules_within(spec: &Value, known: &[&Value], comments: &[String], out: &mut V
             }
         }
     }
+}
+
+/// A metadata rule limited to a scope (`Namespaced`, `Cluster`) covers a wildcard resource of
+/// the manifest only when the manifest's rule has that scope too: without it the binding
+/// would route the other scope as well (a cordon without `scope: Namespaced` would judge every
+/// cluster-scoped object). A concrete resource has the scope it has; it is not checked here.
+fn covers_scope(metadata_rule: &Value, rule: &Value, resource: &str) -> bool {
+    let scope = |r: &Value| {
+        r.get("scope")
+            .and_then(Value::as_str)
+            .unwrap_or("*")
+            .to_owned()
+    };
+    let limited = scope(metadata_rule);
+    limited == "*" || !resource.contains('*') || scope(rule) == limited
 }
 
 fn covers(allowed: &[String], value: &str) -> bool {
@@ -426,6 +455,28 @@ mod tests {
             vec![
                 "spec.rules[1]: CREATE apps/v1 deployments is not among the policy's metadata rules (the policy is not made for it)",
                 "spec.rules[2]: * v1 pods is not among the policy's metadata rules (the policy is not made for it)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_wildcard_rule_keeps_the_metadata_scope() {
+        let m = meta(
+            "rules:\n- {apiGroups: ['*'], apiVersions: ['*'], resources: ['*/*'], operations: [CREATE, DELETE], scope: Namespaced}\n- {apiGroups: [''], apiVersions: [v1], resources: [namespaces], operations: [CREATE]}\n",
+        );
+        let spec = serde_json::json!({"rules": [
+            {"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE"], "scope": "Namespaced"},
+            {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods", "pods/eviction", "namespaces"], "operations": ["CREATE"]},
+            {"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"], "operations": ["DELETE"]},
+            {"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE"], "scope": "Cluster"}
+        ]});
+        let mut out = Vec::new();
+        rules_within(&spec, &m.rules.iter().collect::<Vec<_>>(), &[], &mut out);
+        assert_eq!(
+            out,
+            vec![
+                "spec.rules[2]: DELETE */* needs scope: Namespaced, as the policy's metadata rule has (without it the binding routes the other scope's objects too)",
+                "spec.rules[3]: CREATE * needs scope: Namespaced, as the policy's metadata rule has (without it the binding routes the other scope's objects too)",
             ]
         );
     }
