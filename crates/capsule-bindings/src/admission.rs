@@ -52,7 +52,12 @@ impl Admission {
 /// Whether `request` is about a Namespace itself (not a subresource, not its deletion): the
 /// API server then matches namespaceSelectors against the Namespace in the request.
 fn is_namespace_write(request: &Value) -> bool {
-    let field = |p: &str| request.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let field = |p: &str| {
+        request
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
     field("/resource/group").is_empty()
         && field("/resource/resource") == "namespaces"
         && field("/subResource").is_empty()

@@ -6,8 +6,7 @@ use serde_json::{Value, json};
 
 use crate::catalogue::Policy;
 use crate::error::{Error, Result};
-use crate::install::SYSTEM_NAMESPACES;
-use crate::placement::{Written, labels};
+use crate::placement::{SYSTEM_NAMESPACES, Written, labels};
 use crate::translate::{Options, Planned};
 
 /// Where the modules are published and which version to bind.

@@ -46,7 +46,7 @@ impl Policy {
 }
 
 /// The policies, in the order their bindings are written.
-pub const POLICIES: [Policy; 17] = [
+pub const POLICIES: [Policy; 18] = [
     Policy {
         name: "node-selector-policy",
         short: "node-selector",
@@ -136,6 +136,12 @@ pub const POLICIES: [Policy; 17] = [
         short: "tenant-metadata",
         enforces: "labels and annotations written into or required of the tenant's objects",
         metadata_yml: include_str!("../../../policies/tenant-metadata-policy/metadata.yml"),
+    },
+    Policy {
+        name: "tenant-cordon-policy",
+        short: "tenant-cordon",
+        enforces: "a cordoned tenant's namespaces frozen (`cordoned`)",
+        metadata_yml: include_str!("../../../policies/tenant-cordon-policy/metadata.yml"),
     },
     Policy {
         name: "pod-restriction-policy",

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::binding::{
-    ModuleSource, OWNERSHIP_BINDING, manifest, ownership_manifest, ownership_settings, planned_name,
-    to_yaml,
+    ModuleSource, OWNERSHIP_BINDING, manifest, ownership_manifest, ownership_settings,
+    planned_name, to_yaml,
 };
 use crate::catalogue::Policy;
 use crate::error::Result;

@@ -12,36 +12,9 @@ use tenancy_rules::rbac::ceiling::STANDARD_VERBS;
 use crate::binding::{ModuleSource, to_yaml};
 use crate::catalogue::{BUNDLE, BundlePolicy};
 use crate::error::{Error, Result};
+pub use crate::placement::SYSTEM_NAMESPACES;
 use crate::placement::{Placement, Written, labels};
 use crate::translate::CAPSULE_TENANT_LABEL;
-
-/// The namespaces Kubewarden's recommended policies skip (Helm chart `kubewarden-defaults`,
-/// `global.skipNamespaces`), which the baseline bindings skip too, with the install's own.
-pub const SYSTEM_NAMESPACES: [&str; 23] = [
-    "calico-system",
-    "cattle-alerting",
-    "cattle-fleet-local-system",
-    "cattle-fleet-system",
-    "cattle-global-data",
-    "cattle-global-nt",
-    "cattle-impersonation-system",
-    "cattle-istio",
-    "cattle-logging",
-    "cattle-monitoring-system",
-    "cattle-neuvector-system",
-    "cattle-pipeline",
-    "cattle-prometheus",
-    "cattle-system",
-    "cert-manager",
-    "ingress-nginx",
-    "kube-node-lease",
-    "kube-public",
-    "kube-system",
-    "longhorn-system",
-    "rancher-operator-system",
-    "security-scan",
-    "tigera-operator",
-];
 
 /// The policy-server image the install runs: the release `make e2e` tests.
 pub const POLICY_SERVER_IMAGE: &str = "ghcr.io/kubewarden/policy-server:v1.36.0-beta.1";

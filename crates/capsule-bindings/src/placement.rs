@@ -30,6 +30,34 @@ pub const AUDIT_ANNOTATIONS: [&str; 4] = [
     "io.artifacthub.displayName",
     "io.kubewarden.policy.description",
 ];
+/// The namespaces Kubewarden's recommended policies skip (Helm chart `kubewarden-defaults`,
+/// `global.skipNamespaces`), which the baseline bindings skip too, with the install's own.
+pub const SYSTEM_NAMESPACES: [&str; 23] = [
+    "calico-system",
+    "cattle-alerting",
+    "cattle-fleet-local-system",
+    "cattle-fleet-system",
+    "cattle-global-data",
+    "cattle-global-nt",
+    "cattle-impersonation-system",
+    "cattle-istio",
+    "cattle-logging",
+    "cattle-monitoring-system",
+    "cattle-neuvector-system",
+    "cattle-pipeline",
+    "cattle-prometheus",
+    "cattle-system",
+    "cert-manager",
+    "ingress-nginx",
+    "kube-node-lease",
+    "kube-public",
+    "kube-system",
+    "longhorn-system",
+    "rancher-operator-system",
+    "security-scan",
+    "tigera-operator",
+];
+
 /// The API server's ceiling on a webhook's `timeoutSeconds`.
 pub const MAX_TIMEOUT_SECONDS: u32 = 30;
 

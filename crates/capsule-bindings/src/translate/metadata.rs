@@ -25,7 +25,11 @@ fn webhook_rules(rules: &[(Value, bool)]) -> Vec<Value> {
             .map(|g| g.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let groups = if groups.is_empty() { vec![""] } else { groups };
-        let kinds = rule.get("kinds").and_then(Value::as_array).into_iter().flatten();
+        let kinds = rule
+            .get("kinds")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
         let resources: Vec<String> = kinds
             .filter_map(Value::as_str)
             .map(|k| if k == "*" { "*".to_owned() } else { plural(k) })
@@ -183,7 +187,12 @@ impl Ctx<'_> {
         out
     }
 
-    fn metadata_keys(&mut self, path: &str, value: &Value, deny: bool) -> Option<Map<String, Value>> {
+    fn metadata_keys(
+        &mut self,
+        path: &str,
+        value: &Value,
+        deny: bool,
+    ) -> Option<Map<String, Value>> {
         let keys = self.object(path, value)?;
         let mut out = Map::new();
         for (name, spec) in keys {
@@ -216,7 +225,13 @@ impl Ctx<'_> {
 
     /// Capsule's `[{exact, exp, negate}]` value matchers into `allowed`/`allowedRegex` or
     /// `denied`/`deniedRegex` (a negated expression goes to the other side).
-    fn value_matchers(&mut self, path: &str, value: &Value, deny: bool, out: &mut Map<String, Value>) {
+    fn value_matchers(
+        &mut self,
+        path: &str,
+        value: &Value,
+        deny: bool,
+        out: &mut Map<String, Value>,
+    ) {
         let Some(list) = value.as_array() else {
             self.invalid(path, "a list of value matchers", value);
             return;
@@ -235,8 +250,16 @@ impl Ctx<'_> {
             }
             if let Some(exp) = m.get("exp") {
                 let denies = deny != negate;
-                let side = if denies { "deniedRegex" } else { "allowedRegex" };
-                let effect = if denies { Effect::Forbids } else { Effect::Allows };
+                let side = if denies {
+                    "deniedRegex"
+                } else {
+                    "allowedRegex"
+                };
+                let effect = if denies {
+                    Effect::Forbids
+                } else {
+                    Effect::Allows
+                };
                 if let Some(text) = self.string(&format!("{p}.exp"), exp) {
                     let regex = self.regex(&format!("{p}.exp"), text, effect, "value");
                     push_all(out, side, vec![json!(regex)]);
@@ -262,7 +285,10 @@ mod tests {
     fn kinds_and_groups_route_as_capsule_names_them() {
         let rules = vec![
             (json!({"kinds": ["Pod", "Service"]}), true),
-            (json!({"kinds": ["Deployment"], "apiGroups": ["apps", "batch/v1"]}), false),
+            (
+                json!({"kinds": ["Deployment"], "apiGroups": ["apps", "batch/v1"]}),
+                false,
+            ),
             (json!({"kinds": ["*"], "apiGroups": ["*"]}), false),
         ];
         assert_eq!(

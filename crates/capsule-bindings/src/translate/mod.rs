@@ -341,9 +341,8 @@ fn settings_of(t: &Translation, short: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use crate::tenant::parse_tenants;
-
+    use serde_json::json;
 
     #[test]
     fn an_empty_tenant_keeps_capsules_always_on_rules() {
@@ -507,7 +506,10 @@ mod tests {
                 "spec.networkPolicies.items"
             ]
         );
-        assert_eq!(t.owners, Some(json!({"tenant": "solar", "users": ["alice"]})));
+        assert_eq!(
+            t.owners,
+            Some(json!({"tenant": "solar", "users": ["alice"]}))
+        );
         assert!(t.reports[0].message.contains("admission does not do"));
         assert_eq!(
             settings_of(&t, "limit-range"),

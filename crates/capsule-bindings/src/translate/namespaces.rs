@@ -42,7 +42,11 @@ impl Ctx<'_> {
             };
             let kind = owner.get("kind").and_then(Value::as_str).unwrap_or("User");
             let Some(name) = owner.get("name").and_then(Value::as_str) else {
-                self.invalid(&format!("{p}.name"), "a string", owner.get("name").unwrap_or(&Value::Null));
+                self.invalid(
+                    &format!("{p}.name"),
+                    "a string",
+                    owner.get("name").unwrap_or(&Value::Null),
+                );
                 continue;
             };
             match by_kind.iter_mut().find(|(k, _, _)| *k == kind) {
@@ -51,7 +55,11 @@ impl Ctx<'_> {
                         names.push(json!(name));
                     }
                 }
-                None => self.invalid(&format!("{p}.kind"), "User, Group or ServiceAccount", &json!(kind)),
+                None => self.invalid(
+                    &format!("{p}.kind"),
+                    "User, Group or ServiceAccount",
+                    &json!(kind),
+                ),
             }
             for (key, field) in owner {
                 let fp = format!("{p}.{key}");
@@ -175,6 +183,9 @@ impl Ctx<'_> {
             settings.insert("reservedNames".into(), json!([]));
             settings.insert("allowedLabels".into(), json!([".*"]));
             settings.insert("allowedAnnotations".into(), json!([".*"]));
+            // the baseline binding protects the tenant label and ownerReferences already
+            settings.insert("protectedLabels".into(), json!([]));
+            settings.insert("protectOwnerReferences".into(), json!(false));
             settings.insert("exemptPrincipals".into(), platform_exempt());
         }
         settings
@@ -202,8 +213,7 @@ impl Ctx<'_> {
                 if let Some(text) = pattern.as_str()
                     && !text.is_empty()
                 {
-                    let regex =
-                        self.regex(&format!("{p}.{name}"), text, Effect::Allows, "value");
+                    let regex = self.regex(&format!("{p}.{name}"), text, Effect::Allows, "value");
                     spec.insert("allowedRegex".into(), json!([regex]));
                 }
                 keys.insert(name, Value::Object(spec));
@@ -243,7 +253,12 @@ impl Ctx<'_> {
             if expressions.is_empty() {
                 self.metadata_rules.push((rule, false));
             } else {
-                self.metadata_binding(&format!("namespaces-{i}"), vec![(rule, false)], expressions, None);
+                self.metadata_binding(
+                    &format!("namespaces-{i}"),
+                    vec![(rule, false)],
+                    expressions,
+                    None,
+                );
             }
         }
     }
@@ -302,7 +317,9 @@ mod tests {
         );
         assert_eq!(
             t.owners,
-            Some(json!({"tenant": "solar", "forceTenantPrefix": true, "users": ["alice"], "groups": ["solar-admins"], "serviceAccounts": ["system:serviceaccount:solar-system:robot"]}))
+            Some(
+                json!({"tenant": "solar", "forceTenantPrefix": true, "users": ["alice"], "groups": ["solar-admins"], "serviceAccounts": ["system:serviceaccount:solar-system:robot"]})
+            )
         );
         assert_eq!(t.reports.len(), 1);
         assert_eq!(t.reports[0].path, "spec.owners[0].clusterRoles");
@@ -325,13 +342,21 @@ mod tests {
         );
         assert_eq!(
             settings_of(&t, "namespace-quota"),
-            Some(json!({"organizationLabel": "capsule.clastix.io/tenant", "defaultQuota": 3, "exemptPrincipals": {"clusterRoles": ["cluster-admin"]}}))
+            Some(
+                json!({"organizationLabel": "capsule.clastix.io/tenant", "defaultQuota": 3, "exemptPrincipals": {"clusterRoles": ["cluster-admin"]}})
+            )
         );
         assert_eq!(
             settings_of(&t, "namespace-metadata"),
-            Some(json!({"reservedNames": [], "allowedLabels": [".*"], "allowedAnnotations": [".*"], "exemptPrincipals": {"clusterRoles": ["cluster-admin"]}, "forbiddenLabels": {"denied": ["foo.acme.net/x"], "deniedRegex": ".*\\.acme\\.net/.*"}}))
+            Some(
+                json!({"reservedNames": [], "allowedLabels": [".*"], "allowedAnnotations": [".*"], "protectedLabels": [], "protectOwnerReferences": false, "exemptPrincipals": {"clusterRoles": ["cluster-admin"]}, "forbiddenLabels": {"denied": ["foo.acme.net/x"], "deniedRegex": ".*\\.acme\\.net/.*"}})
+            )
         );
-        let quota = t.planned.iter().find(|p| p.policy.short == "namespace-quota").unwrap();
+        let quota = t
+            .planned
+            .iter()
+            .find(|p| p.policy.short == "namespace-quota")
+            .unwrap();
         assert_eq!(quota.rules.as_ref().unwrap().len(), 1);
         let kinds: Vec<ReportKind> = t.reports.iter().map(|r| r.kind).collect();
         assert_eq!(kinds, [ReportKind::NotTranslated]);

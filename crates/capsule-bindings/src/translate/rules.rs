@@ -87,7 +87,11 @@ impl Ctx<'_> {
             Some("allow") => Action::Allow,
             Some("audit") => Action::Audit,
             Some(other) => {
-                self.invalid(&format!("{ep}.action"), "allow, deny or audit", &json!(other));
+                self.invalid(
+                    &format!("{ep}.action"),
+                    "allow, deny or audit",
+                    &json!(other),
+                );
                 return;
             }
         };
@@ -186,9 +190,14 @@ impl Ctx<'_> {
             let Some(entry) = self.object(&p, entry) else {
                 continue;
             };
-            let negate = entry.get("negate").and_then(Value::as_bool).unwrap_or(false);
+            let negate = entry
+                .get("negate")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             let policy = match entry.get("policy") {
-                Some(v) => self.strings(&format!("{p}.policy"), v).filter(|l| !l.is_empty()),
+                Some(v) => self
+                    .strings(&format!("{p}.policy"), v)
+                    .filter(|l| !l.is_empty()),
                 None => None,
             };
             if let Some(exact) = entry.get("exact")
@@ -197,7 +206,11 @@ impl Ctx<'_> {
                 let side = if negate { "denied" } else { "allowed" };
                 if let Some(allowed) = &policy {
                     for name in &names {
-                        push_all(out, "pullPolicies", vec![json!({"registry": name, "allowed": allowed})]);
+                        push_all(
+                            out,
+                            "pullPolicies",
+                            vec![json!({"registry": name, "allowed": allowed})],
+                        );
                     }
                 }
                 push_all(out, side, names);
@@ -205,9 +218,17 @@ impl Ctx<'_> {
             if let Some(exp) = entry.get("exp")
                 && let Some(text) = self.string(&format!("{p}.exp"), exp)
             {
-                let effect = if negate { Effect::Forbids } else { Effect::Allows };
+                let effect = if negate {
+                    Effect::Forbids
+                } else {
+                    Effect::Allows
+                };
                 let regex = self.regex(&format!("{p}.exp"), text, effect, "image repository");
-                let side = if negate { "deniedRepositoryRegex" } else { "allowedRepositoryRegex" };
+                let side = if negate {
+                    "deniedRepositoryRegex"
+                } else {
+                    "allowedRepositoryRegex"
+                };
                 push_all(out, side, vec![json!(regex)]);
                 if let Some(allowed) = &policy {
                     if regex.contains('/') {
@@ -216,7 +237,11 @@ impl Ctx<'_> {
                             "pull policies per registry are chosen by the registry host; an expression over repositories cannot choose them",
                         );
                     } else {
-                        push_all(out, "pullPolicies", vec![json!({"registryRegex": regex, "allowed": allowed})]);
+                        push_all(
+                            out,
+                            "pullPolicies",
+                            vec![json!({"registryRegex": regex, "allowed": allowed})],
+                        );
                     }
                 }
             }
@@ -230,7 +255,12 @@ impl Ctx<'_> {
 
     /// Capsule's `[{exact, exp, negate}]` over one string as a pod-restriction String
     /// restriction: allowed values (`allow`) or refused ones (`deny`, `audit`).
-    fn string_restriction(&mut self, path: &str, value: &Value, action: Action) -> Option<Map<String, Value>> {
+    fn string_restriction(
+        &mut self,
+        path: &str,
+        value: &Value,
+        action: Action,
+    ) -> Option<Map<String, Value>> {
         let Some(list) = value.as_array() else {
             self.invalid(path, "a list of matchers", value);
             return None;
@@ -242,19 +272,34 @@ impl Ctx<'_> {
             let Some(entry) = self.object(&p, entry) else {
                 continue;
             };
-            let negate = entry.get("negate").and_then(Value::as_bool).unwrap_or(false);
+            let negate = entry
+                .get("negate")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             if let Some(exact) = entry.get("exact")
                 && let Some(names) = self.strings(&format!("{p}.exact"), exact)
             {
-                push_all(&mut out, if allow { "whitelist" } else { "blacklist" }, names);
+                push_all(
+                    &mut out,
+                    if allow { "whitelist" } else { "blacklist" },
+                    names,
+                );
             }
             if let Some(exp) = entry.get("exp")
                 && let Some(text) = self.string(&format!("{p}.exp"), exp)
             {
                 let allows = allow != negate;
-                let effect = if allows { Effect::Allows } else { Effect::Forbids };
+                let effect = if allows {
+                    Effect::Allows
+                } else {
+                    Effect::Forbids
+                };
                 let regex = self.regex(&format!("{p}.exp"), text, effect, "value");
-                push_all(&mut out, if allows { "regex" } else { "blacklistRegex" }, vec![json!(regex)]);
+                push_all(
+                    &mut out,
+                    if allows { "regex" } else { "blacklistRegex" },
+                    vec![json!(regex)],
+                );
             }
         }
         (!out.is_empty()).then_some(out)
@@ -271,7 +316,12 @@ impl Ctx<'_> {
                 "types" => self.rule_service_types(&p, value, out.action, &mut settings),
                 "externalNames" => {
                     if let Some(hostnames) = value.get("hostnames") {
-                        let m = self.hostname_matchers(&format!("{p}.hostnames"), hostnames, out.action, "external name");
+                        let m = self.hostname_matchers(
+                            &format!("{p}.hostnames"),
+                            hostnames,
+                            out.action,
+                            "external name",
+                        );
                         if !m.is_empty() {
                             settings.insert("externalNames".into(), Value::Object(m));
                         }
@@ -292,7 +342,9 @@ impl Ctx<'_> {
                                 settings.insert("nodePorts".into(), json!({"allowed": list}));
                             }
                             Some(_) => {}
-                            None => self.invalid(&format!("{p}.ports"), "a list of port ranges", ports),
+                            None => {
+                                self.invalid(&format!("{p}.ports"), "a list of port ranges", ports)
+                            }
                         }
                     }
                 }
@@ -304,19 +356,33 @@ impl Ctx<'_> {
         }
     }
 
-    fn rule_service_types(&mut self, path: &str, value: &Value, action: Action, out: &mut Map<String, Value>) {
+    fn rule_service_types(
+        &mut self,
+        path: &str,
+        value: &Value,
+        action: Action,
+        out: &mut Map<String, Value>,
+    ) {
         let Some(types) = self.strings(path, value) else {
             return;
         };
         let listed = |t: &str| types.iter().any(|v| v.as_str() == Some(t));
         let mut allowed = Map::new();
         for (kind, key) in SERVICE_TYPES {
-            let allow = if action == Action::Allow { listed(kind) } else { !listed(kind) };
+            let allow = if action == Action::Allow {
+                listed(kind)
+            } else {
+                !listed(kind)
+            };
             if !allow {
                 allowed.insert(key.into(), json!(false));
             }
         }
-        let cluster_ip_refused = if action == Action::Allow { !listed("ClusterIP") } else { listed("ClusterIP") };
+        let cluster_ip_refused = if action == Action::Allow {
+            !listed("ClusterIP")
+        } else {
+            listed("ClusterIP")
+        };
         if cluster_ip_refused {
             self.not_translated(
                 path,
@@ -330,7 +396,13 @@ impl Ctx<'_> {
 
     /// Capsule's hostname matchers as `allowed`/`allowedRegex` (`allow`) or
     /// `denied`/`deniedRegex` (`deny`), a negated expression on the other side.
-    fn hostname_matchers(&mut self, path: &str, value: &Value, action: Action, subject: &str) -> Map<String, Value> {
+    fn hostname_matchers(
+        &mut self,
+        path: &str,
+        value: &Value,
+        action: Action,
+        subject: &str,
+    ) -> Map<String, Value> {
         let mut out = Map::new();
         let Some(list) = value.as_array() else {
             self.invalid(path, "a list of hostname matchers", value);
@@ -342,7 +414,10 @@ impl Ctx<'_> {
             let Some(entry) = self.object(&p, entry) else {
                 continue;
             };
-            let negate = entry.get("negate").and_then(Value::as_bool).unwrap_or(false);
+            let negate = entry
+                .get("negate")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             if let Some(exact) = entry.get("exact")
                 && let Some(names) = self.strings(&format!("{p}.exact"), exact)
             {
@@ -352,9 +427,21 @@ impl Ctx<'_> {
                 && let Some(text) = self.string(&format!("{p}.exp"), exp)
             {
                 let allows = allow != negate;
-                let effect = if allows { Effect::Allows } else { Effect::Forbids };
+                let effect = if allows {
+                    Effect::Allows
+                } else {
+                    Effect::Forbids
+                };
                 let regex = self.regex(&format!("{p}.exp"), text, effect, subject);
-                push_all(&mut out, if allows { "allowedRegex" } else { "deniedRegex" }, vec![json!(regex)]);
+                push_all(
+                    &mut out,
+                    if allows {
+                        "allowedRegex"
+                    } else {
+                        "deniedRegex"
+                    },
+                    vec![json!(regex)],
+                );
             }
         }
         out
@@ -381,7 +468,11 @@ impl Ctx<'_> {
                 }
                 "types" => {
                     if let Some(types) = self.strings(&p, value) {
-                        let others: Vec<&str> = types.iter().filter_map(Value::as_str).filter(|t| *t != "Ingress").collect();
+                        let others: Vec<&str> = types
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .filter(|t| *t != "Ingress")
+                            .collect();
                         if !others.is_empty() {
                             self.not_translated(
                                 &p,
@@ -495,8 +586,14 @@ mod tests {
                 ("spec.rules[0].audience", ReportKind::MeaningChanged),
                 ("spec.rules[0].permissions", ReportKind::NotTranslated),
                 ("spec.rules[0].quota", ReportKind::NotTranslated),
-                ("spec.rules[0].enforce.workloads.resources", ReportKind::NotTranslated),
-                ("spec.rules[0].enforce.workloads.targets", ReportKind::MeaningChanged),
+                (
+                    "spec.rules[0].enforce.workloads.resources",
+                    ReportKind::NotTranslated
+                ),
+                (
+                    "spec.rules[0].enforce.workloads.targets",
+                    ReportKind::MeaningChanged
+                ),
             ]
         );
         assert!(t.planned.iter().all(|p| p.suffix.is_none()));
