@@ -149,6 +149,8 @@ struct Rule {
     versions: Vec<String>,
     resources: Vec<String>,
     operations: Vec<String>,
+    /// `Namespaced`, `Cluster` or `*` (absent).
+    scope: String,
 }
 
 /// A binding as the API server routes requests to it.
@@ -208,6 +210,11 @@ impl Binding {
                 versions: strings(r, "apiVersions"),
                 resources: strings(r, "resources"),
                 operations: strings(r, "operations"),
+                scope: r
+                    .get("scope")
+                    .and_then(Value::as_str)
+                    .unwrap_or("*")
+                    .to_owned(),
             })
             .collect();
         let namespace_selector = match spec.get("namespaceSelector") {
@@ -266,11 +273,20 @@ impl Binding {
                         && (r == &format!("{resource}/*") || r == &format!("*/{sub}")))
             })
         };
+        // a Namespace is cluster-scoped; any other object is namespaced when it has a namespace
+        let namespaced =
+            !(group.is_empty() && resource == "namespaces") && !field("/namespace").is_empty();
+        let scoped = |scope: &str| match scope {
+            "Namespaced" => namespaced,
+            "Cluster" => !namespaced,
+            _ => true,
+        };
         let routed = self.rules.iter().any(|r| {
             listed(&r.groups, group)
                 && listed(&r.versions, version)
                 && resource_listed(&r.resources)
                 && listed(&r.operations, operation)
+                && scoped(&r.scope)
         });
         routed
             && match (&self.namespace_selector, namespace) {

@@ -223,12 +223,7 @@ impl Ctx<'_> {
                 "allowedServices" => self.allowed_services(&p, value),
                 "externalIPs" => self.external_ips(&p, value),
                 "forbiddenLabels" | "forbiddenAnnotations" => {
-                    let subject = if key == "forbiddenLabels" {
-                        "label key"
-                    } else {
-                        "annotation key"
-                    };
-                    if let Some(block) = self.forbidden(&p, value, subject) {
+                    if let Some(block) = self.forbidden(&p, value, key) {
                         self.settings("service").insert(key.clone(), block);
                     }
                 }
@@ -297,7 +292,14 @@ impl Ctx<'_> {
         }
     }
 
-    pub(super) fn forbidden(&mut self, path: &str, value: &Value, subject: &str) -> Option<Value> {
+    /// Capsule's `forbiddenLabels`/`forbiddenAnnotations` (`key`) block: `denied` keys and a
+    /// `deniedRegex` over keys.
+    pub(super) fn forbidden(&mut self, path: &str, value: &Value, key: &str) -> Option<Value> {
+        let subject = if key == "forbiddenLabels" {
+            "label key"
+        } else {
+            "annotation key"
+        };
         let keys = ["denied", "deniedRegex"];
         self.list_and_regex(path, value, keys, Effect::Forbids, subject)
             .map(Value::Object)

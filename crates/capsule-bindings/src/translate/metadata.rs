@@ -5,7 +5,8 @@
 use policy_host::kube::plural;
 use serde_json::{Map, Value, json};
 
-use super::{Ctx, Effect, Planned};
+use super::matchers::ALLOWED_DENIED;
+use super::{Ctx, Planned};
 use crate::catalogue::Policy;
 use crate::placement::Mode;
 
@@ -232,48 +233,7 @@ impl Ctx<'_> {
         deny: bool,
         out: &mut Map<String, Value>,
     ) {
-        let Some(list) = value.as_array() else {
-            self.invalid(path, "a list of value matchers", value);
-            return;
-        };
-        for (i, matcher) in list.iter().enumerate() {
-            let p = format!("{path}[{i}]");
-            let Some(m) = self.object(&p, matcher) else {
-                continue;
-            };
-            let negate = m.get("negate").and_then(Value::as_bool).unwrap_or(false);
-            if let Some(exact) = m.get("exact") {
-                let side = if deny { "denied" } else { "allowed" };
-                if let Some(values) = self.strings(&format!("{p}.exact"), exact) {
-                    push_all(out, side, values);
-                }
-            }
-            if let Some(exp) = m.get("exp") {
-                let denies = deny != negate;
-                let side = if denies {
-                    "deniedRegex"
-                } else {
-                    "allowedRegex"
-                };
-                let effect = if denies {
-                    Effect::Forbids
-                } else {
-                    Effect::Allows
-                };
-                if let Some(text) = self.string(&format!("{p}.exp"), exp) {
-                    let regex = self.regex(&format!("{p}.exp"), text, effect, "value");
-                    push_all(out, side, vec![json!(regex)]);
-                }
-            }
-        }
-    }
-}
-
-/// Appends `values` to the list at `key` of `out`.
-pub(super) fn push_all(out: &mut Map<String, Value>, key: &str, values: Vec<Value>) {
-    match out.entry(key).or_insert_with(|| json!([])) {
-        Value::Array(list) => list.extend(values),
-        other => *other = Value::Array(values),
+        self.matchers(path, value, !deny, ALLOWED_DENIED, "value", out);
     }
 }
 

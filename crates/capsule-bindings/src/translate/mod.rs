@@ -13,6 +13,7 @@ use crate::report::{Report, ReportKind};
 use crate::tenant::Tenant;
 
 mod classic;
+mod matchers;
 mod metadata;
 mod namespaces;
 mod rules;

@@ -130,12 +130,7 @@ impl Ctx<'_> {
             match key.as_str() {
                 "quota" => self.namespace_quota(&p, value),
                 "forbiddenLabels" | "forbiddenAnnotations" => {
-                    let subject = if key == "forbiddenLabels" {
-                        "label key"
-                    } else {
-                        "annotation key"
-                    };
-                    if let Some(block) = self.forbidden(&p, value, subject) {
+                    if let Some(block) = self.forbidden(&p, value, key) {
                         self.namespace_metadata().insert(key.clone(), block);
                     }
                 }
@@ -270,6 +265,15 @@ impl Ctx<'_> {
             let settings = self.settings("tenant-cordon");
             settings.insert("tenant".into(), json!(tenant));
             settings.insert("exemptPrincipals".into(), platform_exempt());
+            // namespaced objects only: a namespaceSelector never filters cluster-scoped ones
+            self.rules.insert(
+                "tenant-cordon",
+                vec![
+                    json!({"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"], "operations": ["CREATE", "UPDATE", "DELETE"], "scope": "Namespaced"}),
+                    json!({"apiGroups": [""], "apiVersions": ["v1"], "resources": ["namespaces"], "operations": ["CREATE", "UPDATE", "DELETE"]}),
+                    json!({"apiGroups": [""], "apiVersions": ["v1"], "resources": ["namespaces/status", "namespaces/finalize"], "operations": ["UPDATE"]}),
+                ],
+            );
         }
     }
 
@@ -333,6 +337,25 @@ mod tests {
         let t = translate_spec("{owners: [{kind: Robot, name: r}, {kind: User}]}");
         let paths: Vec<&str> = t.errors.iter().map(|r| r.path.as_str()).collect();
         assert_eq!(paths, ["spec.owners[0].kind", "spec.owners[1].name"]);
+    }
+
+    #[test]
+    fn a_cordon_binds_namespaced_objects_and_the_namespaces() {
+        let t = translate_spec("{cordoned: true}");
+        let cordon = t
+            .planned
+            .iter()
+            .find(|p| p.policy.short == "tenant-cordon")
+            .unwrap();
+        let rules = cordon.rules.as_ref().unwrap();
+        assert_eq!(rules[0]["scope"], "Namespaced");
+        assert_eq!(rules[1]["resources"], json!(["namespaces"]));
+        assert!(
+            translate_spec("{cordoned: false}")
+                .planned
+                .iter()
+                .all(|p| p.policy.short != "tenant-cordon")
+        );
     }
 
     #[test]

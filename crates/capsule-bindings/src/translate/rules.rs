@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::metadata::push_all;
+use super::matchers::{ALLOWED_DENIED, WHITELIST_BLACKLIST, push_all};
 use super::{Ctx, Effect, Planned};
 use crate::catalogue::Policy;
 use crate::placement::Mode;
@@ -261,47 +261,9 @@ impl Ctx<'_> {
         value: &Value,
         action: Action,
     ) -> Option<Map<String, Value>> {
-        let Some(list) = value.as_array() else {
-            self.invalid(path, "a list of matchers", value);
-            return None;
-        };
         let mut out = Map::new();
         let allow = action == Action::Allow;
-        for (i, entry) in list.iter().enumerate() {
-            let p = format!("{path}[{i}]");
-            let Some(entry) = self.object(&p, entry) else {
-                continue;
-            };
-            let negate = entry
-                .get("negate")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            if let Some(exact) = entry.get("exact")
-                && let Some(names) = self.strings(&format!("{p}.exact"), exact)
-            {
-                push_all(
-                    &mut out,
-                    if allow { "whitelist" } else { "blacklist" },
-                    names,
-                );
-            }
-            if let Some(exp) = entry.get("exp")
-                && let Some(text) = self.string(&format!("{p}.exp"), exp)
-            {
-                let allows = allow != negate;
-                let effect = if allows {
-                    Effect::Allows
-                } else {
-                    Effect::Forbids
-                };
-                let regex = self.regex(&format!("{p}.exp"), text, effect, "value");
-                push_all(
-                    &mut out,
-                    if allows { "regex" } else { "blacklistRegex" },
-                    vec![json!(regex)],
-                );
-            }
-        }
+        self.matchers(path, value, allow, WHITELIST_BLACKLIST, "value", &mut out);
         (!out.is_empty()).then_some(out)
     }
 
@@ -404,46 +366,8 @@ impl Ctx<'_> {
         subject: &str,
     ) -> Map<String, Value> {
         let mut out = Map::new();
-        let Some(list) = value.as_array() else {
-            self.invalid(path, "a list of hostname matchers", value);
-            return out;
-        };
         let allow = action == Action::Allow;
-        for (i, entry) in list.iter().enumerate() {
-            let p = format!("{path}[{i}]");
-            let Some(entry) = self.object(&p, entry) else {
-                continue;
-            };
-            let negate = entry
-                .get("negate")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            if let Some(exact) = entry.get("exact")
-                && let Some(names) = self.strings(&format!("{p}.exact"), exact)
-            {
-                push_all(&mut out, if allow { "allowed" } else { "denied" }, names);
-            }
-            if let Some(exp) = entry.get("exp")
-                && let Some(text) = self.string(&format!("{p}.exp"), exp)
-            {
-                let allows = allow != negate;
-                let effect = if allows {
-                    Effect::Allows
-                } else {
-                    Effect::Forbids
-                };
-                let regex = self.regex(&format!("{p}.exp"), text, effect, subject);
-                push_all(
-                    &mut out,
-                    if allows {
-                        "allowedRegex"
-                    } else {
-                        "deniedRegex"
-                    },
-                    vec![json!(regex)],
-                );
-            }
-        }
+        self.matchers(path, value, allow, ALLOWED_DENIED, subject, &mut out);
         out
     }
 

@@ -106,6 +106,15 @@ fn install_problems(
     }
 }
 
+/// `rule` without its `scope`, as Artifact Hub's `kubewarden/rules` annotation carries it.
+fn without_scope(rule: &Value) -> Value {
+    let mut rule = rule.clone();
+    if let Some(fields) = rule.as_object_mut() {
+        fields.remove("scope");
+    }
+    rule
+}
+
 /// The problems of the package's `annotations` (see [`package_problems`]).
 fn annotation_problems(doc: &Value, metadata: &Metadata, out: &mut Vec<String>) {
     let Some(annotations) = doc.get("annotations").and_then(Value::as_object) else {
@@ -120,7 +129,9 @@ fn annotation_problems(doc: &Value, metadata: &Metadata, out: &mut Vec<String>) 
             shown(doc, "/annotations/kubewarden~1mutation")
         ));
     }
-    let rules = Value::Array(metadata.rules.clone());
+    // kwctl scaffold artifacthub writes each rule's groups, versions, resources and
+    // operations; a rule's `scope` is not part of Artifact Hub's annotation
+    let rules = Value::Array(metadata.rules.iter().map(without_scope).collect());
     match get("kubewarden/rules").map(parse_yaml) {
         None => out.push("annotation kubewarden/rules is missing".to_owned()),
         Some(Err(e)) => out.push(format!("annotation kubewarden/rules is not YAML: {e}")),
@@ -259,6 +270,23 @@ annotations:
 
     fn metadata() -> Metadata {
         Metadata::from_yaml_str(METADATA, "t").unwrap()
+    }
+
+    #[test]
+    fn a_rule_scope_is_not_part_of_the_annotation() {
+        let scoped = METADATA.replace(
+            "  operations: [\"CREATE\", \"UPDATE\"]\n",
+            "  operations: [\"CREATE\", \"UPDATE\"]\n  scope: Namespaced\n",
+        );
+        let metadata = Metadata::from_yaml_str(&scoped, "t").unwrap();
+        assert_eq!(metadata.rules[0]["scope"], "Namespaced");
+        assert_eq!(
+            package_problems("foo-policy", &metadata, PACKAGE),
+            Vec::<String>::new()
+        );
+        let other = METADATA.replace("[\"pods\"]", "[\"services\"]");
+        let metadata = Metadata::from_yaml_str(&other, "t").unwrap();
+        assert!(!package_problems("foo-policy", &metadata, PACKAGE).is_empty());
     }
 
     #[test]
