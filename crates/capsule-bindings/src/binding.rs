@@ -274,8 +274,9 @@ impl Binding {
             })
         };
         // a Namespace is cluster-scoped; any other object is namespaced when it has a namespace
-        let namespaced =
-            !(group.is_empty() && resource == "namespaces") && !field("/namespace").is_empty();
+        let is_namespace = group.is_empty() && resource == "namespaces";
+        let has_namespace = !field("/namespace").is_empty();
+        let namespaced = has_namespace && !is_namespace;
         let scoped = |scope: &str| match scope {
             "Namespaced" => namespaced,
             "Cluster" => !namespaced,
@@ -393,6 +394,21 @@ mod tests {
             None
         ));
         assert!(!binding.applies(&pod_request("x", "UPDATE", Some("status")), None));
+    }
+
+    #[test]
+    fn a_rule_scope_routes_only_its_scope() {
+        let mut planned = plan("tenant-cordon", json!({"tenant": "solar"}));
+        planned.rules = Some(vec![
+            json!({"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"], "operations": ["CREATE"], "scope": "Namespaced"}),
+        ]);
+        let m = manifest("solar", &opts("t"), &planned, &source()).unwrap();
+        let binding = Binding::from_manifest(&m).unwrap();
+        assert!(binding.applies(&pod_request("x", "CREATE", None), None));
+        let cluster_role = json!({"resource": {"group": "rbac.authorization.k8s.io", "version": "v1", "resource": "clusterroles"}, "operation": "CREATE"});
+        assert!(!binding.applies(&cluster_role, None));
+        let namespace = json!({"resource": {"group": "", "version": "v1", "resource": "namespaces"}, "operation": "CREATE", "namespace": "solar-dev"});
+        assert!(!binding.applies(&namespace, None));
     }
 
     #[test]

@@ -254,6 +254,8 @@ pub(crate) struct PolicyBinding {
     pub(crate) host_capabilities: Vec<String>,
     /// The module in testdrive, which judges each scenario first.
     pub(crate) host: Host,
+    /// The metadata's rules: the requests the API server routes to the policy.
+    pub(crate) rules: Vec<Value>,
 }
 
 impl PolicyBinding {
@@ -285,6 +287,7 @@ impl PolicyBinding {
                 .iter()
                 .flat_map(|m| m.host_capabilities.iter().flatten().cloned())
                 .collect(),
+            rules: metadata.iter().flat_map(|m| m.rules.clone()).collect(),
             host: Host::load(&wasm, metadata)?,
         })
     }

@@ -288,11 +288,15 @@ fn try_requests(args: TryArgs) -> Result<ExitCode> {
     for path in &args.requests {
         let request = policy_host::request::load_request(path)?;
         let field = |p: &str| request.pointer(p).and_then(Value::as_str).unwrap_or("?");
+        // a cluster-scoped object (a Namespace) has no namespace to show
+        let namespace = match request.pointer("/namespace").and_then(Value::as_str) {
+            Some(ns) if !ns.is_empty() => format!("{ns}/"),
+            _ => String::new(),
+        };
         println!(
-            "{} {} {}/{} by {} ({}):",
+            "{} {} {namespace}{} by {} ({}):",
             field("/operation"),
             field("/kind/kind"),
-            field("/namespace"),
             field("/name"),
             field("/userInfo/username"),
             path.display()

@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 pub use manifests::{of_kind, read_objects};
 pub use module::{ModulesDir, policy_of_module};
 use policy_host::error::{Error, Result};
-pub use route::{Namespaces, Route, Rule, Scope, Selector};
+pub use route::{Namespaces, Request, Route, Rule, Scope, Selector};
 
 /// The namespace kubewarden-controller deploys policy-server in (Helm's default).
 pub const DEFAULT_DEPLOYMENTS_NAMESPACE: &str = "kubewarden";

@@ -20,6 +20,7 @@ use crate::cases::{
 use crate::e2e::{host_disagreement, response_evaluation};
 use crate::http::{free_port, http_post};
 use crate::kube::apiserver::FakeApi;
+use crate::kube::controller::{Request, Rule};
 use policy_host::callbacks::shared;
 use policy_host::error::{Error, Result};
 use policy_host::host::{AdmissionResponse, Evaluation};
@@ -83,11 +84,21 @@ pub(crate) fn pick_case(
     Ok(pick)
 }
 
-/// The case as a [`Pick`] with the fake API server state of its lookups, when it qualifies.
+/// The case as a [`Pick`] with the fake API server state of its lookups, when it qualifies:
+/// a request the metadata's rules route (policy-server is sent only those), with an expected
+/// verdict testdrive gives.
 fn candidate(case: &ResolvedCase, binding: &PolicyBinding) -> Option<(Pick, FakeApi)> {
     let scenario = case.scenario.as_ref().ok()?;
     let request = scenario.request.clone()?;
     if case.expect.allowed.is_none() || case.expect.settings_valid == Some(false) {
+        return None;
+    }
+    let routed = Request::new(&request);
+    if !binding
+        .rules
+        .iter()
+        .any(|r| Rule::from_value(r, None).matches(&routed))
+    {
         return None;
     }
     let recorder = shared(Recorder::new(scenario.cluster.callbacks()));
