@@ -42,10 +42,56 @@ pub(super) fn push_all(out: &mut Map<String, Value>, key: &str, values: Vec<Valu
     }
 }
 
+/// One Capsule matcher as read: its `negate`, its `exact` values, and its `exp` as this bundle
+/// reads it, with whether it admits what it matches.
+pub(super) struct Matcher {
+    /// `negate`.
+    pub negate: bool,
+    /// `exact`, when given as a list of strings.
+    pub exact: Option<Vec<Value>>,
+    /// `exp` (see [`Ctx::regex`]) and whether it admits: `allow != negate`.
+    pub exp: Option<(bool, String)>,
+}
+
 impl Ctx<'_> {
+    /// The matcher `entry` at `path`: `allow` when what matches is admitted (Capsule's
+    /// `allow`), else refused; a negated expression admits the other way round. An unanchored
+    /// expression is reported ([`Ctx::regex`]).
+    pub(super) fn matcher(
+        &mut self,
+        path: &str,
+        entry: &Map<String, Value>,
+        allow: bool,
+        subject: &str,
+    ) -> Matcher {
+        let negate = entry
+            .get("negate")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let exact = match entry.get("exact") {
+            Some(exact) => self.strings(&format!("{path}.exact"), exact),
+            None => None,
+        };
+        let mut exp = None;
+        if let Some(value) = entry.get("exp")
+            && let Some(text) = self.string(&format!("{path}.exp"), value)
+        {
+            let allows = allow != negate;
+            let effect = if allows {
+                Effect::Allows
+            } else {
+                Effect::Forbids
+            };
+            exp = Some((
+                allows,
+                self.regex(&format!("{path}.exp"), text, effect, subject),
+            ));
+        }
+        Matcher { negate, exact, exp }
+    }
+
     /// Capsule's matchers at `path` into `out`: with `allow` (Capsule's `allow` action) what
-    /// matches is admitted, else refused; a negated expression goes to the other side. An
-    /// unanchored expression is reported ([`Ctx::regex`]).
+    /// matches is admitted, else refused; a negated expression goes to the other side.
     pub(super) fn matchers(
         &mut self,
         path: &str,
@@ -64,25 +110,11 @@ impl Ctx<'_> {
             let Some(entry) = self.object(&p, entry) else {
                 continue;
             };
-            let negate = entry
-                .get("negate")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            if let Some(exact) = entry.get("exact")
-                && let Some(values) = self.strings(&format!("{p}.exact"), exact)
-            {
+            let matcher = self.matcher(&p, entry, allow, subject);
+            if let Some(values) = matcher.exact {
                 push_all(out, if allow { sides.allow } else { sides.deny }, values);
             }
-            if let Some(exp) = entry.get("exp")
-                && let Some(text) = self.string(&format!("{p}.exp"), exp)
-            {
-                let allows = allow != negate;
-                let effect = if allows {
-                    Effect::Allows
-                } else {
-                    Effect::Forbids
-                };
-                let regex = self.regex(&format!("{p}.exp"), text, effect, subject);
+            if let Some((allows, regex)) = matcher.exp {
                 let side = if allows {
                     sides.allow_regex
                 } else {

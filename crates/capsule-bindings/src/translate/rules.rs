@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::matchers::{ALLOWED_DENIED, WHITELIST_BLACKLIST, push_all};
-use super::{Ctx, Effect, Planned};
+use super::{Ctx, Planned};
 use crate::catalogue::Policy;
 use crate::placement::Mode;
 
@@ -190,20 +190,14 @@ impl Ctx<'_> {
             let Some(entry) = self.object(&p, entry) else {
                 continue;
             };
-            let negate = entry
-                .get("negate")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
             let policy = match entry.get("policy") {
                 Some(v) => self
                     .strings(&format!("{p}.policy"), v)
                     .filter(|l| !l.is_empty()),
                 None => None,
             };
-            if let Some(exact) = entry.get("exact")
-                && let Some(names) = self.strings(&format!("{p}.exact"), exact)
-            {
-                let side = if negate { "denied" } else { "allowed" };
+            let matcher = self.matcher(&p, entry, true, "image repository");
+            if let Some(names) = matcher.exact {
                 if let Some(allowed) = &policy {
                     for name in &names {
                         push_all(
@@ -213,23 +207,17 @@ impl Ctx<'_> {
                         );
                     }
                 }
+                // the whole entry is negated: Capsule's deny-list of registries
+                let side = if matcher.negate { "denied" } else { "allowed" };
                 push_all(out, side, names);
             }
-            if let Some(exp) = entry.get("exp")
-                && let Some(text) = self.string(&format!("{p}.exp"), exp)
-            {
-                let effect = if negate {
-                    Effect::Forbids
-                } else {
-                    Effect::Allows
-                };
-                let regex = self.regex(&format!("{p}.exp"), text, effect, "image repository");
-                let side = if negate {
-                    "deniedRepositoryRegex"
-                } else {
+            if let Some((allows, regex)) = matcher.exp {
+                let side = if allows {
                     "allowedRepositoryRegex"
+                } else {
+                    "deniedRepositoryRegex"
                 };
-                push_all(out, side, vec![json!(regex)]);
+                push_all(out, side, vec![json!(regex.clone())]);
                 if let Some(allowed) = &policy {
                     if regex.contains('/') {
                         self.not_translated(
