@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::catalogue::Policy;
 use crate::error::{Error, Result};
-use crate::placement::{SYSTEM_NAMESPACES, Written, labels};
+use crate::placement::{KUBEWARDEN_NAMESPACE, SYSTEM_NAMESPACES, Written, labels, skip_selector};
 use crate::translate::{Options, Planned};
 
 /// Where the modules are published and which version to bind.
@@ -103,16 +103,15 @@ pub fn ownership_manifest(
     let metadata = policy.metadata()?;
     let mut rules = metadata.rules.clone();
     rules.extend(policy.opt_in_rules(&options.placement.opt_in)?);
-    let mut skipped: Vec<&str> = SYSTEM_NAMESPACES.to_vec();
-    skipped.push("kubewarden");
-    skipped.sort_unstable();
     let written = Written {
         name: OWNERSHIP_BINDING.to_owned(),
         labels: labels("ownership"),
         module: source.module(policy),
         mutating: metadata.mutating,
         rules,
-        namespace_selector: json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": skipped}]}),
+        namespace_selector: skip_selector(
+            SYSTEM_NAMESPACES.into_iter().chain([KUBEWARDEN_NAMESPACE]),
+        ),
         settings: ownership_settings(entries, options),
         mode: None,
     };

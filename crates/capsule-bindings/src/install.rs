@@ -12,15 +12,12 @@ use tenancy_rules::rbac::ceiling::STANDARD_VERBS;
 use crate::binding::{ModuleSource, to_yaml};
 use crate::catalogue::{BUNDLE, BundlePolicy};
 use crate::error::{Error, Result};
-pub use crate::placement::SYSTEM_NAMESPACES;
-use crate::placement::{Placement, Written, labels};
+pub use crate::placement::{KUBEWARDEN_NAMESPACE, SYSTEM_NAMESPACES};
+use crate::placement::{Placement, Written, labels, skip_selector};
 use crate::translate::CAPSULE_TENANT_LABEL;
 
 /// The policy-server image the install runs: the release `make e2e` tests.
 pub const POLICY_SERVER_IMAGE: &str = "ghcr.io/kubewarden/policy-server:v1.36.0-beta.1";
-
-/// The namespace Kubewarden's controller runs PolicyServers in.
-pub const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
 
 /// What the install directory is written for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,8 +228,11 @@ fn baseline_binding(
     let short = policy.name.trim_end_matches("-policy");
     let mut rules = metadata.rules.clone();
     rules.extend(policy.opt_in_rules(&options.placement.opt_in)?);
-    let mut skipped: BTreeSet<&str> = options.skip_namespaces.iter().map(String::as_str).collect();
-    skipped.insert(&options.namespace);
+    let skipped = options
+        .skip_namespaces
+        .iter()
+        .chain([&options.namespace])
+        .map(String::as_str);
     let written = Written {
         name: format!("tenancy-{short}"),
         labels: labels("baseline"),
@@ -244,7 +244,7 @@ fn baseline_binding(
         ),
         mutating: metadata.mutating,
         rules,
-        namespace_selector: json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": skipped}]}),
+        namespace_selector: skip_selector(skipped),
         settings,
         mode: None,
     };

@@ -58,6 +58,16 @@ pub const SYSTEM_NAMESPACES: [&str; 23] = [
     "tigera-operator",
 ];
 
+/// The namespace Kubewarden's controller runs PolicyServers in.
+pub const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
+
+/// The `namespaceSelector` of a cluster-wide binding that skips the namespaces `skipped`
+/// (sorted, each once).
+pub fn skip_selector<'a>(skipped: impl IntoIterator<Item = &'a str>) -> Value {
+    let skipped: std::collections::BTreeSet<&str> = skipped.into_iter().collect();
+    json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": skipped}]})
+}
+
 /// The API server's ceiling on a webhook's `timeoutSeconds`.
 pub const MAX_TIMEOUT_SECONDS: u32 = 30;
 
