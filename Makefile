@@ -33,6 +33,9 @@ CORE_PKGS := -p policy-decode -p kube-values -p policy-admission -p tenancy-rule
 # make publish-local (policy-server on PATH, else the one beside $(KWCTL)).
 KWCTL ?= $(shell command -v kwctl 2> /dev/null)
 POLICY_SERVER ?= $(or $(shell command -v policy-server 2> /dev/null),$(if $(KWCTL),$(wildcard $(dir $(KWCTL))policy-server)))
+# Modules compiled by testdrive and capsule-bindings are cached here between their runs
+# (policy-host, TENANCY_WASM_CACHE); delete it freely.
+export TENANCY_WASM_CACHE ?= $(abspath $(TARGET_DIR))/wasmtime-cache
 SEED_SETTINGS := test_data/pod-toleration-policy/settings/seed.yaml
 SEED_REQUESTS := test_data/pod-toleration-policy/requests
 CAPSULE_DATA := test_data/capsule-bindings
@@ -42,9 +45,12 @@ SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,namespace-create-solar-d
   pvc-no-class.json service-node-port.json ingress-host-bank.json gateway-no-class.json \
   claim-gpu-secret.json pod-oil-dev.json)
 
-.PHONY: run test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local install-e2e install-footprint deploy fuzz clean
+.PHONY: run run-build test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local install-e2e install-footprint deploy fuzz clean
 
-run: setup policies testdrive
+# make run builds only what it runs: the wasm modules and the two host binaries, in two cargo
+# processes side by side (each phase's serial steps, the wasm LTO links and wasmtime's chain,
+# overlap the other's). make test builds every test target on top of it (target testdrive).
+run: setup run-build
 	@echo "== seed example: bob (not in tenantA-users) tolerates dedicated=tenantA =="
 	$(TESTDRIVE) run $(WASM_DIR)/pod_toleration_policy.wasm \
 	  --metadata policies/pod-toleration-policy/metadata.yml \
@@ -63,6 +69,11 @@ run: setup policies testdrive
 	  --wasm-dir $(WASM_DIR) --request-path $(SOLAR_REQUESTS)
 
 test: setup fmt-check lint unit policies testdrive check e2e-if-kwctl
+
+run-build:
+	@$(CARGO) build --release --target $(WASM_TARGET) $(POLICY_PKGS) & wasm=$$!; \
+	  $(CARGO) build --profile host -p testdrive -p capsule-bindings --bins; host=$$?; \
+	  wait $$wasm && exit $$host
 
 setup:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
@@ -195,18 +206,26 @@ bench: policies testdrive
 # Requests per second in the real policy-server ($(POLICY_SERVER), else policy-server on PATH),
 # driven by wrk (installed from Debian's packages when missing): every bench scenario (lookups
 # answered by testdrive's fake API server from the scenario's recorded answers), its host
-# floor (same payload, operation DELETE) and Kubewarden's own policies named in bench.yaml
-# (from $(KUBEWARDEN_ANCHORS)), BENCH_SECONDS each; then the goals, met or missed. Not part
-# of make test.
+# floor (same payload, operation CONNECT) and Kubewarden's own policies named in bench.yaml
+# (from $(KUBEWARDEN_ANCHORS)), BENCH_SECONDS each, alternated and run twice; per request the
+# page faults and CPU time of policy-server (perf stat, from Debian's linux-perf) and the
+# instance's peak linear memory; then the goals, met or missed in each run (reported, not
+# enforced). BENCH_SERVER_DIRS limits it to some policy directories. Not part of make test.
 BENCH_SECONDS ?= 3
+BENCH_SERVER_DIRS ?=
 KUBEWARDEN_ANCHORS ?= $(dir $(POLICY_SERVER))../anchors
 bench-server: annotate
 	@test -n "$(POLICY_SERVER)" || { echo "make bench-server needs policy-server: set POLICY_SERVER=/path/to/policy-server or put it on PATH"; exit 1; }
 	@command -v wrk > /dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	  $$sudo apt-get install -y wrk || { $$sudo apt-get update && $$sudo apt-get install -y wrk; }; }
-	$(TESTDRIVE) bench-server --policy-server $(POLICY_SERVER) --anchors-dir $(KUBEWARDEN_ANCHORS) \
+	@command -v perf > /dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get install -y linux-perf || echo "no perf: page faults and CPU time per request are not reported"; }
+	@# the peak-memory probes make the guest abort on purpose; its "memory allocation of N bytes
+	@# failed" lines on stderr are dropped
+	set -o pipefail; $(TESTDRIVE) bench-server --policy-server $(POLICY_SERVER) --anchors-dir $(KUBEWARDEN_ANCHORS) \
 	  --wasm-dir $(WASM_DIR) --annotated-dir $(TARGET_DIR)/annotated --work-dir $(TARGET_DIR)/bench-server \
-	  --seconds $(BENCH_SECONDS)
+	  --seconds $(BENCH_SECONDS) $(BENCH_SERVER_DIRS) \
+	  2> >(grep -v -e '^memory allocation of [0-9]* bytes failed$$' -e 'RUST_BACKTRACE' >&2)
 
 # The release rehearsed on this machine (testdrive publish-local): a local OCI registry
 # (Debian's docker-registry, installed with jq when missing) on a free loopback port, its
@@ -261,7 +280,7 @@ install-e2e: annotate
 	done
 	$(TESTDRIVE) capsule-check --policy-server $(POLICY_SERVER) --install-dir deploy \
 	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) --work-dir $(INSTALL_E2E_DIR)/capsule
-	POLICY_SERVER=$(POLICY_SERVER) $(CARGO) test --profile host --workspace --test policy_group --test install_e2e
+	POLICY_SERVER=$(POLICY_SERVER) $(CARGO) test --profile host --workspace --test policy_group --test install_e2e --test instance_memory
 
 # policy-server's start time and memory for deploy/ plus 0, 100 and 1,000 copies of the solar
 # Tenant (12 bindings each), loaded as kubewarden-controller would load them: one line

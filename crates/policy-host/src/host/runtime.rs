@@ -2,18 +2,43 @@
 //! policy compiled once, and a fresh waPC instance per evaluation.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wapc::WapcHost;
 use wasmtime_provider::wasmtime;
-use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+use wasmtime_provider::{
+    EpochDeadlines, ResourceLimits, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre,
+};
 
 use crate::callbacks::SharedCallbacks;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
 use crate::request::validate_payload;
+
+/// The environment variable naming a directory where compiled modules are cached between
+/// processes (README "Make targets"); unset, every process compiles its modules.
+pub const MODULE_CACHE_ENV: &str = "TENANCY_WASM_CACHE";
+
+/// The compiled-module cache of [`MODULE_CACHE_ENV`], one for every engine of the process;
+/// `None` when unset or unusable (modules are then compiled as usual).
+fn module_cache() -> Option<wasmtime::Cache> {
+    static CACHE: OnceLock<Option<wasmtime::Cache>> = OnceLock::new();
+    CACHE
+        .get_or_init(|| {
+            let dir = std::path::absolute(std::env::var_os(MODULE_CACHE_ENV)?).ok()?;
+            let mut config = wasmtime::CacheConfig::new();
+            config.with_directory(dir);
+            wasmtime::Cache::new(config).ok()
+        })
+        .clone()
+}
+
+/// Bytes in a wasm page, the unit in which linear memory grows.
+const WASM_PAGE: usize = 64 * 1024;
+/// The most pages a 32-bit linear memory can have (4 GiB).
+const MAX_PAGES: usize = 65_536;
 
 /// Length of one epoch tick of the execution deadline.
 const TICK: Duration = Duration::from_millis(100);
@@ -40,6 +65,7 @@ use super::response::{AdmissionResponse, Evaluation, GuestResponse, SettingsVali
 /// ```
 pub struct Host {
     engine: wasmtime::Engine,
+    module: wasmtime::Module,
     pre: WasmtimeEngineProviderPre,
     metadata: Option<Arc<Metadata>>,
     annotated: bool,
@@ -82,14 +108,17 @@ impl Host {
         config.epoch_interruption(true);
         // a trap's message is the trap itself, not a multi-line wasm backtrace
         config.wasm_backtrace_max_frames(None);
+        config.cache(module_cache());
         // `TESTDRIVE_PERFMAP=1`: name the compiled guest functions for `perf` (README).
         if std::env::var_os("TESTDRIVE_PERFMAP").is_some() {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = wasmtime::Engine::new(&config).map_err(|e| Error::Wasm(e.to_string()))?;
+        let module =
+            wasmtime::Module::new(&engine, wasm).map_err(|e| Error::Wasm(e.to_string()))?;
         let pre = WasmtimeEngineProviderBuilder::new()
             .engine(engine.clone())
-            .module_bytes(wasm)
+            .module(module.clone())
             .build_pre()
             .map_err(|e| Error::Wasm(e.to_string()))?;
         let compile_time = started.elapsed();
@@ -109,6 +138,7 @@ impl Host {
 
         Ok(Host {
             engine,
+            module,
             pre,
             metadata,
             annotated,
@@ -157,9 +187,13 @@ impl Host {
 
     /// Creates a fresh instance (runs the module's initialisation).
     pub fn instantiate(&self) -> Result<Instance> {
+        self.instantiate_from(&self.pre)
+    }
+
+    /// A fresh instance of `pre` (this host's module, with or without limits).
+    fn instantiate_from(&self, pre: &WasmtimeEngineProviderPre) -> Result<Instance> {
         let ticks = (self.timeout.as_millis() / TICK.as_millis()).max(1) as u64;
-        let provider = self
-            .pre
+        let provider = pre
             .rehydrate(Some(EpochDeadlines {
                 wapc_init: ticks,
                 wapc_func: ticks,
@@ -174,6 +208,73 @@ impl Host {
             state,
             metadata: self.metadata.clone(),
         })
+    }
+
+    /// Like [`Host::validate`] with the instance's linear memory limited to `max_memory`
+    /// bytes: a guest whose memory cannot grow aborts (a 500 rejection); `None` when the
+    /// limit is below what the module starts with.
+    pub fn validate_within(
+        &self,
+        request: &Value,
+        settings: &Value,
+        callbacks: SharedCallbacks,
+        max_memory: usize,
+    ) -> Result<Option<Evaluation>> {
+        let pre = WasmtimeEngineProviderBuilder::new()
+            .engine(self.engine.clone())
+            .module(self.module.clone())
+            .enable_resource_limits(ResourceLimits {
+                max_memory_size: Some(max_memory),
+                max_table_elements: None,
+            })
+            .build_pre()
+            .map_err(|e| Error::Wasm(e.to_string()))?;
+        let Ok(instance) = self.instantiate_from(&pre) else {
+            return Ok(None);
+        };
+        let payload = serialize_validate_payload(request, settings)?;
+        instance
+            .validate_serialized(request, &payload, callbacks)
+            .map(Some)
+    }
+
+    /// The peak linear memory, in bytes, of a fresh instance evaluating `request` with
+    /// `settings`: the smallest limit (whole wasm pages) under which
+    /// [`Host::validate_within`] answers as [`Host::validate`] does. A guest whose memory
+    /// cannot grow aborts, so any smaller limit changes the answer. `callbacks` gives each
+    /// probe its own cluster.
+    pub fn peak_memory(
+        &self,
+        request: &Value,
+        settings: &Value,
+        callbacks: &dyn Fn() -> SharedCallbacks,
+    ) -> Result<usize> {
+        let expected = self.validate(request, settings, callbacks())?;
+        let answers_alike = |pages: usize| -> Result<bool> {
+            let answer = self.validate_within(request, settings, callbacks(), pages * WASM_PAGE)?;
+            Ok(answer.as_ref() == Some(&expected))
+        };
+        // doubling to a limit that suffices, then bisecting below it
+        let mut enough = 1;
+        while !answers_alike(enough)? {
+            if enough >= MAX_PAGES {
+                return Err(Error::Invalid(format!(
+                    "the evaluation needs more than {MAX_PAGES} wasm pages, or answers \
+                     differently every time"
+                )));
+            }
+            enough *= 2;
+        }
+        let mut too_few = enough / 2;
+        while enough - too_few > 1 {
+            let middle = too_few + (enough - too_few) / 2;
+            if answers_alike(middle)? {
+                enough = middle;
+            } else {
+                too_few = middle;
+            }
+        }
+        Ok(enough * WASM_PAGE)
     }
 
     /// Calls `protocol_version` on a fresh instance (`"v1"` for our policies).

@@ -54,6 +54,8 @@
 //! [`server`] runs the same scenarios in the real policy-server (`testdrive bench-server`);
 //! its [`server::PolicyServer`] is the policy-server process every other real run starts.
 
+pub mod goals;
+pub mod load;
 pub mod server;
 
 use std::path::Path;

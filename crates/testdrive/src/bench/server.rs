@@ -20,11 +20,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use crate::bench::goals::{Cost, Goals, RunResult};
+use crate::bench::load::{Load, Measurement, WRK_SCRIPT, perf_available};
 use crate::bench::{BenchKind, BenchScenario, FLOOR_OPERATION, load_bench_file};
 use crate::cases::{compact, policy_metadata, policy_name, wasm_file_name};
 use crate::http::{http_get, http_post};
 use crate::kube::apiserver::FakeApi;
-use policy_host::callbacks::shared;
+use policy_host::callbacks::{NoCluster, shared};
 use policy_host::error::{Error, Result};
 use policy_host::host::Host;
 use policy_host::replay::Recorder;
@@ -64,6 +66,8 @@ struct Target {
     body: PathBuf,
     /// The verdict it must give.
     expect_allowed: Option<bool>,
+    /// Its instance's peak linear memory in testdrive, in bytes (`None`: not measurable).
+    peak_memory: Option<usize>,
 }
 
 /// One table row: our scenario, its floor and its Kubewarden equivalents.
@@ -78,51 +82,82 @@ struct Row {
     anchors: Vec<(String, Target)>,
     /// What the cluster answers to its lookups.
     cluster: FakeApi,
+    /// Its lookups and whether it mutates: the floor share it is held to.
+    cost: Cost,
 }
 
-/// req/s and mean latency of one measurement.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Throughput {
-    /// Requests per second.
-    pub requests_per_second: f64,
-    /// Mean latency in microseconds.
-    pub mean_latency_us: f64,
-}
+/// Measurements of each target of a row, alternated this many times.
+const RUNS: usize = 2;
 
-/// Runs every policy's bench scenarios in policy-server and prints the table and the goals.
+/// Runs every policy's bench scenarios in policy-server and prints the table and the goals;
+/// whether every scenario could be measured (goals are reported, not enforced).
 pub fn run(dirs: &[PathBuf], options: &ServerBenchOptions) -> Result<bool> {
     std::fs::create_dir_all(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
     let work_dir =
         std::path::absolute(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
+    let mut anchors = AnchorHosts::default();
     let mut rows = Vec::new();
     for dir in dirs {
-        rows.extend(policy_rows(dir, &work_dir, options)?);
+        rows.extend(policy_rows(dir, &work_dir, options, &mut anchors)?);
     }
     let script = work_dir.join(WRK_SCRIPT_FILE);
     std::fs::write(&script, WRK_SCRIPT).map_err(|e| Error::io(&script, e))?;
+    let perf = perf_available();
+    let load = Load {
+        port: options.port,
+        connections: options.connections,
+        seconds: options.seconds,
+        script: &script,
+        perf,
+    };
     let batches = batches(rows);
     println!(
-        "{} scenarios in {} policy-server run(s) of {} (wrk, {} connections, {} s each)",
+        "{} scenarios in {} policy-server run(s) of {} (wrk, {} connections, {} s each; \
+         ours, floor and Kubewarden's alternated, {RUNS} runs)",
         batches.iter().map(|b| b.rows.len()).sum::<usize>(),
         batches.len(),
         options.policy_server.display(),
         options.connections,
         options.seconds
     );
-    println!(
-        "{:<64} {:>9} {:>9} {:>9} {:>7}  Kubewarden equivalent",
-        "policy › scenario", "req/s", "mean µs", "floor", "÷floor"
-    );
+    if perf {
+        println!(
+            "per request: page faults and CPU time of the policy-server process (perf stat), \
+             instructions where the machine counts them; peak: the instance's linear memory"
+        );
+    } else {
+        println!("perf stat is not available: no page faults or CPU time per request");
+    }
     let mut goals = Goals::default();
     let mut failed = 0;
     for (n, batch) in batches.into_iter().enumerate() {
-        failed += run_batch(n, batch, &work_dir, options, &mut goals)?;
+        failed += run_batch(n, batch, &work_dir, &load, options, &mut goals)?;
     }
-    let met = goals.print();
+    goals.print();
     if failed > 0 {
         println!("{failed} scenarios could not be measured");
     }
-    Ok(met && failed == 0)
+    Ok(failed == 0)
+}
+
+/// Kubewarden's modules compiled in testdrive, by file (their peak memory is measured there).
+#[derive(Default)]
+struct AnchorHosts(std::collections::HashMap<PathBuf, Option<Host>>);
+
+impl AnchorHosts {
+    /// The peak memory of `module` judging `request` with `settings`, if it loads and runs.
+    fn peak_memory(&mut self, module: &Path, request: &Value, settings: &Value) -> Option<usize> {
+        let host = self
+            .0
+            .entry(module.to_path_buf())
+            .or_insert_with(|| {
+                let wasm = std::fs::read(module).ok()?;
+                Host::load(&wasm, None).ok()
+            })
+            .as_ref()?;
+        host.peak_memory(request, settings, &|| shared(NoCluster::default()))
+            .ok()
+    }
 }
 
 /// Rows measured in one policy-server, against one cluster state.
@@ -155,6 +190,7 @@ fn run_batch(
     n: usize,
     batch: Batch,
     work_dir: &Path,
+    load: &Load<'_>,
     options: &ServerBenchOptions,
     goals: &mut Goals,
 ) -> Result<usize> {
@@ -190,21 +226,17 @@ fn run_batch(
         options.port,
         None,
     )?;
+    let pid = server.pid();
     let mut failed = 0;
     for row in &batch.rows {
-        let measured = measure(&row.ours, options).and_then(|ours| {
-            let floor = measure(&row.floor, options)?;
-            let theirs = row
-                .anchors
-                .iter()
-                .map(|(name, target)| Ok((name.clone(), measure(target, options)?)))
-                .collect::<Result<Vec<_>>>()?;
-            Ok((ours, floor, theirs))
-        });
+        let measured = (0..RUNS)
+            .map(|_| measure_row(row, load, pid))
+            .collect::<Result<Vec<_>>>();
         match measured {
-            Ok((ours, floor, theirs)) => {
-                print_row(row, ours, floor, &theirs);
-                goals.record(row, ours, floor, &theirs);
+            Ok(runs) => {
+                let name = format!("{} › {}", row.policy, row.scenario);
+                print_row(&name, row, &runs);
+                goals.record(&name, row.entries, row.cost, &runs);
             }
             Err(e) => {
                 failed += 1;
@@ -214,6 +246,22 @@ fn run_batch(
     }
     server.stop();
     Ok(failed)
+}
+
+/// One run of a row: ours, its floor, then each Kubewarden equivalent.
+fn measure_row(row: &Row, load: &Load<'_>, pid: u32) -> Result<RunResult> {
+    let ours = measure(&row.ours, load, pid)?;
+    let floor = measure(&row.floor, load, pid)?;
+    let theirs = row
+        .anchors
+        .iter()
+        .map(|(name, target)| Ok((name.clone(), measure(target, load, pid)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RunResult {
+        ours,
+        floor,
+        theirs,
+    })
 }
 
 /// What a policies.yml entry says of a policy besides its module and settings.
@@ -319,12 +367,18 @@ impl PolicyBinding {
             host_capabilities: self.host_capabilities.clone(),
             body,
             expect_allowed,
+            peak_memory: None,
         }
     }
 }
 
 /// The rows of one policy directory (nothing when it has no `bench.yaml`).
-fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Result<Vec<Row>> {
+fn policy_rows(
+    dir: &Path,
+    work_dir: &Path,
+    options: &ServerBenchOptions,
+    anchor_hosts: &mut AnchorHosts,
+) -> Result<Vec<Row>> {
     let bench_file = dir.join("bench.yaml");
     if !bench_file.is_file() {
         return Ok(Vec::new());
@@ -332,7 +386,7 @@ fn policy_rows(dir: &Path, work_dir: &Path, options: &ServerBenchOptions) -> Res
     let binding = PolicyBinding::load(dir, &options.wasm_dir, &options.annotated_dir)?;
     let mut rows = Vec::new();
     for (n, bench) in load_bench_file(&bench_file)?.into_iter().enumerate() {
-        if let Some(row) = scenario_row(&binding, n, &bench, work_dir, options)? {
+        if let Some(row) = scenario_row(&binding, n, &bench, work_dir, options, anchor_hosts)? {
             rows.push(row);
         }
     }
@@ -364,6 +418,7 @@ fn scenario_row(
     bench: &BenchScenario,
     work_dir: &Path,
     options: &ServerBenchOptions,
+    anchor_hosts: &mut AnchorHosts,
 ) -> Result<Option<Row>> {
     let scenario = &bench.scenario;
     let Some(request) = &scenario.request else {
@@ -373,12 +428,21 @@ fn scenario_row(
     let eval = binding
         .host
         .validate(request, &scenario.settings, recorder.clone())?;
-    let cluster = FakeApi::from_exchanges(
-        recorder
+    let (cluster, lookups) = {
+        let recorder = recorder
             .lock()
-            .map_err(|_| Error::Invalid("recorder lock poisoned".into()))?
-            .exchanges(),
-    )?;
+            .map_err(|_| Error::Invalid("recorder lock poisoned".into()))?;
+        let exchanges = recorder.exchanges();
+        (FakeApi::from_exchanges(exchanges)?, exchanges.len())
+    };
+    let cost = Cost::of(lookups, eval.patch.is_some());
+    let fresh_cluster = || scenario.cluster.callbacks();
+    let peak = |request: &Value| {
+        binding
+            .host
+            .peak_memory(request, &scenario.settings, &fresh_cluster)
+            .ok()
+    };
     let id = format!("{}-{n}", binding.policy.trim_end_matches("-policy"));
     let mut floor_request = request.clone();
     if let Some(map) = floor_request.as_object_mut() {
@@ -392,11 +456,13 @@ fn scenario_row(
             let module = options.anchors_dir.join(format!("{}.wasm", a.module));
             let module = std::path::absolute(&module).map_err(|e| Error::io(&module, e))?;
             let id = format!("{id}-kw-{}", a.module);
+            let peak_memory = anchor_hosts.peak_memory(&module, request, &a.settings);
             let target = binding.target(id, module, a.settings.clone(), ours_body.clone(), None);
             // Kubewarden's policy reads no cluster: it is granted nothing
             let target = Target {
                 context_aware: Vec::new(),
                 host_capabilities: Vec::new(),
+                peak_memory,
                 ..target
             };
             Ok((a.module.clone(), target))
@@ -410,22 +476,29 @@ fn scenario_row(
             BenchKind::Scaled { entries, .. } => Some(entries),
             _ => None,
         },
-        ours: binding.target(
-            id.clone(),
-            binding.module.clone(),
-            settings.clone(),
-            ours_body,
-            Some(eval.response.allowed),
-        ),
-        floor: binding.target(
-            format!("{id}-floor"),
-            binding.module.clone(),
-            settings.clone(),
-            write_review(work_dir, &id, "-floor", &floor_request)?,
-            Some(true),
-        ),
+        ours: Target {
+            peak_memory: peak(request),
+            ..binding.target(
+                id.clone(),
+                binding.module.clone(),
+                settings.clone(),
+                ours_body,
+                Some(eval.response.allowed),
+            )
+        },
+        floor: Target {
+            peak_memory: peak(&floor_request),
+            ..binding.target(
+                format!("{id}-floor"),
+                binding.module.clone(),
+                settings.clone(),
+                write_review(work_dir, &id, "-floor", &floor_request)?,
+                Some(true),
+            )
+        },
         anchors,
         cluster,
+        cost,
     }))
 }
 
@@ -492,6 +565,11 @@ impl PolicyServer {
         }
     }
 
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Its resident memory now and at its peak, in KiB (`VmRSS`, `VmHWM` of
     /// `/proc/<pid>/status`; `None` where there is no procfs).
     pub(crate) fn memory_kib(&self) -> Option<(u64, u64)> {
@@ -519,11 +597,11 @@ impl Drop for PolicyServer {
     }
 }
 
-/// Checks the target's verdict once, then loads it with wrk.
-fn measure(target: &Target, options: &ServerBenchOptions) -> Result<Throughput> {
+/// Checks the target's verdict, then loads it with wrk (and perf stat, when available).
+fn measure(target: &Target, load: &Load<'_>, pid: u32) -> Result<Measurement> {
     let body = std::fs::read(&target.body).map_err(|e| Error::io(&target.body, e))?;
     let path = format!("/validate/{}", target.id);
-    let (status, answer) = http_post(options.port, &path, &body)?;
+    let (status, answer) = http_post(load.port, &path, &body)?;
     let allowed = serde_json::from_slice::<Value>(&answer)
         .ok()
         .and_then(|v| v.pointer("/response/allowed").and_then(Value::as_bool));
@@ -549,156 +627,92 @@ fn measure(target: &Target, options: &ServerBenchOptions) -> Result<Throughput> 
             excerpt()
         )));
     }
-    wrk(options, &path, &target.body)
+    load.measure(pid, &path, &target.body)
 }
 
-/// The wrk script (in the work directory): a POST of the file named by `WRK_BODY`.
+/// The wrk script's file name (in the work directory).
 const WRK_SCRIPT_FILE: &str = "post.lua";
-const WRK_SCRIPT: &str = "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
-     local f = assert(io.open(os.getenv(\"WRK_BODY\"), \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n";
 
-/// Runs wrk with a POST of `body` and reads its req/s and mean latency.
-fn wrk(options: &ServerBenchOptions, path: &str, body: &Path) -> Result<Throughput> {
-    let script = options.work_dir.join(WRK_SCRIPT_FILE);
-    let out = Command::new("wrk")
-        .args(["-t1", &format!("-c{}", options.connections)])
-        .arg(format!("-d{}s", options.seconds))
-        .arg("-s")
-        .arg(&script)
-        .arg(format!("http://127.0.0.1:{}{path}", options.port))
-        .env("WRK_BODY", body)
-        .output()
-        .map_err(|e| Error::Invalid(format!("cannot run wrk: {e}")))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    parse_wrk(&text).ok_or_else(|| Error::Invalid(format!("unexpected wrk output: {text}")))
+/// req/s of every run, `a / b`.
+fn rates(runs: &[Measurement]) -> String {
+    runs.iter()
+        .map(|m| format!("{:.0}", m.throughput.requests_per_second))
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 
-/// req/s and mean latency from wrk's report; `None` when it had errors or no numbers.
-pub fn parse_wrk(text: &str) -> Option<Throughput> {
-    if text.contains("Non-2xx or 3xx responses") || text.contains("Socket errors") {
-        return None;
-    }
-    let requests_per_second = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
-        .and_then(|v| v.trim().parse().ok())?;
-    let latency = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Latency"))
-        .and_then(|rest| rest.split_whitespace().next())?;
-    let (number, factor) = if let Some(v) = latency.strip_suffix("us") {
-        (v, 1.0)
-    } else if let Some(v) = latency.strip_suffix("ms") {
-        (v, 1e3)
-    } else if let Some(v) = latency.strip_suffix('s') {
-        (v, 1e6)
-    } else {
-        return None;
-    };
-    let mean_latency_us = number.parse::<f64>().ok()? * factor;
-    Some(Throughput {
-        requests_per_second,
-        mean_latency_us,
-    })
-}
-
-fn print_row(row: &Row, ours: Throughput, floor: Throughput, theirs: &[(String, Throughput)]) {
-    let name = format!("{} › {}", row.policy, row.scenario);
-    let kw: Vec<String> = theirs
+/// Page faults, CPU µs (and instructions) per request of every run, and the peak memory.
+fn costs(runs: &[Measurement], peak: Option<usize>) -> String {
+    let per_run: Vec<String> = runs
         .iter()
-        .map(|(module, t)| {
+        .filter_map(|m| m.per_request)
+        .map(|c| {
+            let instructions = c
+                .instructions
+                .map(|i| format!(", {:.0}k instr", i / 1e3))
+                .unwrap_or_default();
             format!(
-                "{module} {:.0} req/s (ours ÷ theirs {:.2})",
-                t.requests_per_second,
-                ours.requests_per_second / t.requests_per_second
+                "{:.1} faults, {:.0} µs{instructions}",
+                c.page_faults,
+                1e3 * c.task_clock_ms
+            )
+        })
+        .collect();
+    let peak = peak.map_or("peak ?".to_owned(), |b| format!("peak {} KiB", b / 1024));
+    if per_run.is_empty() {
+        peak
+    } else {
+        format!("{}; {peak}", per_run.join(" / "))
+    }
+}
+
+fn print_row(name: &str, row: &Row, runs: &[RunResult]) {
+    let ours: Vec<Measurement> = runs.iter().map(|r| r.ours).collect();
+    let floor: Vec<Measurement> = runs.iter().map(|r| r.floor).collect();
+    let shares: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            format!(
+                "{:.0}%",
+                100.0 * r.ours.throughput.requests_per_second
+                    / r.floor.throughput.requests_per_second
             )
         })
         .collect();
     println!(
-        "{name:<64} {:>9.0} {:>9.0} {:>9.0} {:>6.0}%  {}",
-        ours.requests_per_second,
-        ours.mean_latency_us,
-        floor.requests_per_second,
-        100.0 * ours.requests_per_second / floor.requests_per_second,
-        kw.join("; ")
+        "{name}\n    ours {} req/s, floor {} req/s: {} of the floor",
+        rates(&ours),
+        rates(&floor),
+        shares.join(" / ")
     );
-}
-
-/// The goals of the measurement (README "Performance").
-#[derive(Debug, Default)]
-struct Goals {
-    lines: Vec<(bool, String)>,
-}
-
-/// Share of the floor every scenario reaches up to 1,000 settings entries.
-const FLOOR_SHARE: f64 = 0.9;
-/// Times Kubewarden's equivalent at 10,000 entries.
-const TIMES_KUBEWARDEN_AT_10K: f64 = 2.0;
-/// Times Kubewarden's trusted-repos on registry allow-lists.
-const TIMES_TRUSTED_REPOS: f64 = 50.0;
-
-impl Goals {
-    fn record(
-        &mut self,
-        row: &Row,
-        ours: Throughput,
-        floor: Throughput,
-        theirs: &[(String, Throughput)],
-    ) {
-        let name = format!("{} › {}", row.policy, row.scenario);
-        let share = ours.requests_per_second / floor.requests_per_second;
-        if row.entries.is_none_or(|n| n <= 1_000) {
-            self.lines.push((
-                share >= FLOOR_SHARE,
+    println!(
+        "    ours  per request: {}",
+        costs(&ours, row.ours.peak_memory)
+    );
+    println!(
+        "    floor per request: {}",
+        costs(&floor, row.floor.peak_memory)
+    );
+    for (k, (module, target)) in row.anchors.iter().enumerate() {
+        let theirs: Vec<Measurement> = runs
+            .iter()
+            .filter_map(|r| r.theirs.get(k).map(|(_, m)| *m))
+            .collect();
+        let ratios: Vec<String> = runs
+            .iter()
+            .zip(&theirs)
+            .map(|(r, t)| {
                 format!(
-                    "{name}: {:.0}% of the floor (goal ≥ {:.0}%)",
-                    100.0 * share,
-                    100.0 * FLOOR_SHARE
-                ),
-            ));
-        }
-        for (module, t) in theirs {
-            let ratio = ours.requests_per_second / t.requests_per_second;
-            if module == "trusted_repos_policy" {
-                self.lines.push((
-                    ratio >= TIMES_TRUSTED_REPOS,
-                    format!("{name}: {ratio:.1}× {module} (goal ≥ {TIMES_TRUSTED_REPOS:.0}×)"),
-                ));
-            } else if row.entries == Some(10_000) {
-                self.lines.push((
-                    ratio >= TIMES_KUBEWARDEN_AT_10K,
-                    format!("{name}: {ratio:.2}× {module} (goal ≥ {TIMES_KUBEWARDEN_AT_10K:.0}×)"),
-                ));
-            }
-        }
-    }
-
-    /// Prints every goal and the count; whether all were met.
-    fn print(&self) -> bool {
-        println!("goals:");
-        for (met, line) in &self.lines {
-            println!("  {} {line}", if *met { "met   " } else { "MISSED" });
-        }
-        let missed = self.lines.iter().filter(|(met, _)| !met).count();
-        println!("{} goals met, {missed} missed", self.lines.len() - missed);
-        missed == 0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_wrk_reports() {
-        let report = "Running 6s test @ http://127.0.0.1:3300/validate/x\n  1 threads and 2 connections\n  Thread Stats   Avg      Stdev     Max   +/- Stdev\n    Latency   512.34us  100.00us   2.00ms   90.00%\n    Req/Sec     3.87k   100.00     4.00k    70.00%\n  23196 requests in 6.00s, 5.00MB read\nRequests/sec:   3866.12\nTransfer/sec:      0.83MB\n";
-        let t = parse_wrk(report).unwrap();
-        assert_eq!(t.requests_per_second, 3866.12);
-        assert!((t.mean_latency_us - 512.34).abs() < 1e-9);
-        let ms = report.replace("512.34us", "1.50ms");
-        assert!((parse_wrk(&ms).unwrap().mean_latency_us - 1500.0).abs() < 1e-9);
-        let errors = format!("{report}  Non-2xx or 3xx responses: 12\n");
-        assert_eq!(parse_wrk(&errors), None);
-        assert_eq!(parse_wrk("nothing"), None);
+                    "{:.2}×",
+                    r.ours.throughput.requests_per_second / t.throughput.requests_per_second
+                )
+            })
+            .collect();
+        println!(
+            "    Kubewarden {module}: {} req/s, ours ÷ theirs {}; per request: {}",
+            rates(&theirs),
+            ratios.join(" / "),
+            costs(&theirs, target.peak_memory)
+        );
     }
 }
