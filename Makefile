@@ -27,6 +27,7 @@ TESTDRIVE := $(TARGET_DIR)/host/testdrive
 CAPSULE_BINDINGS := $(TARGET_DIR)/host/capsule-bindings
 POLICIES := $(notdir $(wildcard policies/*-policy))
 POLICY_PKGS := $(foreach p,$(POLICIES),-p $(p))
+BUILD_POLICIES = $(CARGO) build --release --target $(WASM_TARGET) $(POLICY_PKGS)
 # the core's layers, bottom first (docs/semantics.md#layers)
 CORE_PKGS := -p policy-decode -p kube-values -p policy-admission -p tenancy-rules
 # The real Kubewarden tools: KWCTL for make e2e, POLICY_SERVER for make bench-server and
@@ -71,7 +72,7 @@ run: setup run-build
 test: setup fmt-check lint unit policies testdrive check e2e-if-kwctl
 
 run-build:
-	@$(CARGO) build --release --target $(WASM_TARGET) $(POLICY_PKGS) & wasm=$$!; \
+	@$(BUILD_POLICIES) & wasm=$$!; \
 	  $(CARGO) build --profile host -p testdrive -p capsule-bindings --bins; host=$$?; \
 	  wait $$wasm && exit $$host
 
@@ -99,7 +100,7 @@ unit:
 	$(CARGO) test --profile host --workspace --no-fail-fast
 
 policies:
-	$(CARGO) build --release --target $(WASM_TARGET) $(POLICY_PKGS)
+	$(BUILD_POLICIES)
 
 # Built with the whole workspace's targets so that shared dependencies (wasmtime among them)
 # get the same features as in `make unit`: building testdrive alone would unify features

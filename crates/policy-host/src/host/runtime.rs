@@ -220,6 +220,18 @@ impl Host {
         callbacks: SharedCallbacks,
         max_memory: usize,
     ) -> Result<Option<Evaluation>> {
+        let payload = serialize_validate_payload(request, settings)?;
+        self.validate_serialized_within(request, &payload, callbacks, max_memory)
+    }
+
+    /// [`Host::validate_within`] with the payload already serialised.
+    fn validate_serialized_within(
+        &self,
+        request: &Value,
+        payload: &[u8],
+        callbacks: SharedCallbacks,
+        max_memory: usize,
+    ) -> Result<Option<Evaluation>> {
         let pre = WasmtimeEngineProviderBuilder::new()
             .engine(self.engine.clone())
             .module(self.module.clone())
@@ -232,10 +244,19 @@ impl Host {
         let Ok(instance) = self.instantiate_from(&pre) else {
             return Ok(None);
         };
-        let payload = serialize_validate_payload(request, settings)?;
         instance
-            .validate_serialized(request, &payload, callbacks)
+            .validate_serialized(request, payload, callbacks)
             .map(Some)
+    }
+
+    /// The pages of linear memory the module starts with (its exported memory's minimum).
+    fn initial_pages(&self) -> usize {
+        self.module
+            .exports()
+            .find_map(|export| export.ty().memory().map(|m| m.minimum()))
+            .and_then(|pages| usize::try_from(pages).ok())
+            .unwrap_or(1)
+            .max(1)
     }
 
     /// The peak linear memory, in bytes, of a fresh instance evaluating `request` with
@@ -249,13 +270,23 @@ impl Host {
         settings: &Value,
         callbacks: &dyn Fn() -> SharedCallbacks,
     ) -> Result<usize> {
-        let expected = self.validate(request, settings, callbacks())?;
+        let payload = serialize_validate_payload(request, settings)?;
+        let expected = self
+            .instantiate()?
+            .validate_serialized(request, &payload, callbacks())?;
         let answers_alike = |pages: usize| -> Result<bool> {
-            let answer = self.validate_within(request, settings, callbacks(), pages * WASM_PAGE)?;
+            let answer =
+                self.validate_serialized_within(request, &payload, callbacks(), pages * WASM_PAGE)?;
             Ok(answer.as_ref() == Some(&expected))
         };
-        // doubling to a limit that suffices, then bisecting below it
-        let mut enough = 1;
+        // from the memory the module starts with, doubling to a limit that suffices, then
+        // bisecting below it
+        let initial = self.initial_pages();
+        if answers_alike(initial)? {
+            return Ok(initial * WASM_PAGE);
+        }
+        let mut too_few = initial;
+        let mut enough = initial * 2;
         while !answers_alike(enough)? {
             if enough >= MAX_PAGES {
                 return Err(Error::Invalid(format!(
@@ -263,9 +294,9 @@ impl Host {
                      differently every time"
                 )));
             }
-            enough *= 2;
+            too_few = enough;
+            enough = (enough * 2).min(MAX_PAGES);
         }
-        let mut too_few = enough / 2;
         while enough - too_few > 1 {
             let middle = too_few + (enough - too_few) / 2;
             if answers_alike(middle)? {
