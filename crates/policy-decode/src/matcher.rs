@@ -64,19 +64,21 @@ impl Simple {
             Some(body) if !ends_in_escape(body) => (body, true),
             _ => (pattern, false),
         };
-        let mut text = String::with_capacity(body.len());
-        let mut chars = body.chars();
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => match chars.next() {
+        // every character kept is ASCII, so the pattern is read byte by byte
+        let mut text = Vec::with_capacity(body.len());
+        let mut bytes = body.bytes();
+        while let Some(b) = bytes.next() {
+            match b {
+                b'\\' => match bytes.next() {
                     // `\<` and `\>` are word boundaries
-                    Some(e) if e.is_ascii_punctuation() && e != '<' && e != '>' => text.push(e),
+                    Some(e) if e.is_ascii_punctuation() && e != b'<' && e != b'>' => text.push(e),
                     _ => return None,
                 },
-                c if c.is_ascii_alphanumeric() || "-_/:=@,%!<>;'\"".contains(c) => text.push(c),
+                b if is_literal(b) => text.push(b),
                 _ => return None,
             }
         }
+        let text = String::from_utf8(text).ok()?;
         Some(match prefix {
             true => Simple::Prefix(text),
             false => Simple::Literal(text),
@@ -91,6 +93,27 @@ impl Simple {
                 .is_some_and(|rest| !rest.contains('\n')),
         }
     }
+}
+
+/// Whether `b` stands for itself in a pattern: letters, digits and `-_/:=@,%!<>;'"`.
+fn is_literal(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'-' | b'_'
+                | b'/'
+                | b':'
+                | b'='
+                | b'@'
+                | b','
+                | b'%'
+                | b'!'
+                | b'<'
+                | b'>'
+                | b';'
+                | b'\''
+                | b'"'
+        )
 }
 
 /// Whether `body` ends in an unfinished escape (an odd run of trailing backslashes).
@@ -313,6 +336,17 @@ impl PatternList {
     /// Indexes `patterns` (in settings order).
     pub fn new(patterns: Vec<FullMatch>) -> Self {
         let mut list = PatternList::default();
+        // sized once: growing the maps pattern by pattern rehashes them ~log2(n) times
+        let (mut literals, mut prefixes) = (0, 0);
+        for p in &patterns {
+            match &p.simple {
+                Some(Simple::Literal(_)) => literals += 1,
+                Some(Simple::Prefix(_)) => prefixes += 1,
+                None => {}
+            }
+        }
+        list.literals.reserve(literals);
+        list.prefixes.reserve(prefixes);
         for (i, p) in patterns.iter().enumerate() {
             match &p.simple {
                 Some(Simple::Literal(text)) => {
@@ -559,6 +593,13 @@ mod tests {
         assert_eq!(Simple::parse("a|b"), None);
         assert_eq!(Simple::parse("a.b"), None);
         assert_eq!(Simple::parse("\\d"), None);
+        // non-ASCII text, escaped or not, is left to the regex engine
+        assert_eq!(Simple::parse("café"), None);
+        assert_eq!(Simple::parse("a\\é.*"), None);
+        assert_eq!(
+            Simple::parse("o'k;<x>=\"%!@,:_"),
+            Some(Simple::Literal("o'k;<x>=\"%!@,:_".into()))
+        );
     }
 
     #[test]
