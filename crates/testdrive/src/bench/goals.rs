@@ -193,7 +193,6 @@ mod tests {
         Measurement {
             throughput: Throughput {
                 requests_per_second: rps,
-                mean_latency_us: 1e6 / rps,
                 requests: 1000,
             },
             per_request: cpu_ms.map(|c| Counters {

@@ -7,13 +7,11 @@ use std::time::Duration;
 
 use policy_host::error::{Error, Result};
 
-/// req/s and mean latency of one measurement.
+/// req/s and request count of one measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Throughput {
     /// Requests per second.
     pub requests_per_second: f64,
-    /// Mean latency in microseconds.
-    pub mean_latency_us: f64,
     /// Requests completed.
     pub requests: u64,
 }
@@ -151,8 +149,7 @@ pub fn parse_perf(text: &str) -> Option<Counters> {
     })
 }
 
-/// req/s, mean latency and request count from wrk's report; `None` when it had errors or
-/// no numbers.
+/// req/s and request count from wrk's report; `None` when it had errors or no numbers.
 pub fn parse_wrk(text: &str) -> Option<Throughput> {
     if text.contains("Non-2xx or 3xx responses") || text.contains("Socket errors") {
         return None;
@@ -165,23 +162,8 @@ pub fn parse_wrk(text: &str) -> Option<Throughput> {
         .lines()
         .find_map(|l| l.trim().split_once(" requests in "))
         .and_then(|(n, _)| n.trim().parse().ok())?;
-    let latency = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Latency"))
-        .and_then(|rest| rest.split_whitespace().next())?;
-    let (number, factor) = if let Some(v) = latency.strip_suffix("us") {
-        (v, 1.0)
-    } else if let Some(v) = latency.strip_suffix("ms") {
-        (v, 1e3)
-    } else if let Some(v) = latency.strip_suffix('s') {
-        (v, 1e6)
-    } else {
-        return None;
-    };
-    let mean_latency_us = number.parse::<f64>().ok()? * factor;
     Some(Throughput {
         requests_per_second,
-        mean_latency_us,
         requests,
     })
 }
@@ -196,9 +178,6 @@ mod tests {
         let t = parse_wrk(report).unwrap();
         assert_eq!(t.requests_per_second, 3866.12);
         assert_eq!(t.requests, 23196);
-        assert!((t.mean_latency_us - 512.34).abs() < 1e-9);
-        let ms = report.replace("512.34us", "1.50ms");
-        assert!((parse_wrk(&ms).unwrap().mean_latency_us - 1500.0).abs() < 1e-9);
         let errors = format!("{report}  Non-2xx or 3xx responses: 12\n");
         assert_eq!(parse_wrk(&errors), None);
         assert_eq!(parse_wrk("nothing"), None);
