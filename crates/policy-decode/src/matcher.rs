@@ -13,7 +13,8 @@
 //! negations, `\p{..}`, case-insensitive folding), which `lite_matches_alike` detects in the
 //! pattern text. Any other pattern, or one `regex-lite` refuses, is compiled with `regex`.
 
-use std::cell::OnceCell;
+use std::borrow::Cow;
+use std::cell::{Cell, OnceCell};
 use std::collections::{BTreeSet, HashMap};
 
 use regex::{Regex, RegexBuilder};
@@ -43,16 +44,22 @@ pub struct FullMatch {
     /// The pattern as a literal, or a literal followed by `.*`, when it is one: matched
     /// without compiling anything.
     simple: Option<Simple>,
-    compiled: OnceCell<Option<Compiled>>,
+    /// Boxed: most patterns of a long list are never compiled, and the list stays small.
+    compiled: OnceCell<Option<Box<Compiled>>>,
 }
 
-/// A pattern that needs no regex engine.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Simple {
-    /// Matches exactly this text.
-    Literal(String),
-    /// Matches this text followed by any run without a line feed (`prefix.*`).
-    Prefix(String),
+/// A pattern that needs no regex engine: literal characters (some backslash-escaped),
+/// optionally followed by `.*`. It keeps only where its text ends in the pattern, which it
+/// reads in place: indexing a list of 10,000 patterns copies nothing until the list is
+/// indexed ([`PatternList`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Simple {
+    /// Bytes of the pattern that spell the text (all of it, or all but a final `.*`).
+    body: usize,
+    /// Whether the body holds escapes, so that its text is not the body as written.
+    escaped: bool,
+    /// Whether the text is followed by `.*`: any run without a line feed.
+    prefix: bool,
 }
 
 impl Simple {
@@ -65,56 +72,104 @@ impl Simple {
             _ => (pattern, false),
         };
         // every character kept is ASCII, so the pattern is read byte by byte
-        let mut text = Vec::with_capacity(body.len());
+        let mut escaped = false;
         let mut bytes = body.bytes();
         while let Some(b) = bytes.next() {
             match b {
                 b'\\' => match bytes.next() {
                     // `\<` and `\>` are word boundaries
-                    Some(e) if e.is_ascii_punctuation() && e != b'<' && e != b'>' => text.push(e),
+                    Some(e) if e.is_ascii_punctuation() && e != b'<' && e != b'>' => escaped = true,
                     _ => return None,
                 },
-                b if is_literal(b) => text.push(b),
+                b if is_literal(b) => {}
                 _ => return None,
             }
         }
-        let text = String::from_utf8(text).ok()?;
-        Some(match prefix {
-            true => Simple::Prefix(text),
-            false => Simple::Literal(text),
+        Some(Simple {
+            body: body.len(),
+            escaped,
+            prefix,
         })
     }
 
-    fn is_match(&self, s: &str) -> bool {
-        match self {
-            Simple::Literal(text) => s == text,
-            Simple::Prefix(text) => s
-                .strip_prefix(text.as_str())
-                .is_some_and(|rest| !rest.contains('\n')),
+    /// The text `pattern` (the pattern this was parsed from) spells, escapes removed.
+    fn text<'p>(&self, pattern: &'p str) -> Cow<'p, str> {
+        let body = pattern.get(..self.body).unwrap_or_default();
+        if !self.escaped {
+            return Cow::Borrowed(body);
+        }
+        let mut text = String::with_capacity(body.len());
+        let mut chars = body.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => text.extend(chars.next()),
+                c => text.push(c),
+            }
+        }
+        Cow::Owned(text)
+    }
+
+    /// What follows the text in `s`, when `s` starts with it.
+    fn strip_text<'s>(&self, pattern: &str, s: &'s str) -> Option<&'s str> {
+        let body = pattern.get(..self.body)?;
+        if !self.escaped {
+            return s.strip_prefix(body);
+        }
+        let mut rest = s.as_bytes();
+        let mut bytes = body.bytes();
+        while let Some(b) = bytes.next() {
+            let b = if b == b'\\' { bytes.next()? } else { b };
+            match rest.split_first() {
+                Some((&first, tail)) if first == b => rest = tail,
+                _ => return None,
+            }
+        }
+        // the text is ASCII, so what it leaves starts on a character boundary
+        s.get(s.len() - rest.len()..)
+    }
+
+    fn is_match(&self, pattern: &str, s: &str) -> bool {
+        match self.strip_text(pattern, s) {
+            Some(rest) if self.prefix => !rest.contains('\n'),
+            Some(rest) => rest.is_empty(),
+            None => false,
         }
     }
 }
 
 /// Whether `b` stands for itself in a pattern: letters, digits and `-_/:=@,%!<>;'"`.
 fn is_literal(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'-' | b'_'
-                | b'/'
-                | b':'
-                | b'='
-                | b'@'
-                | b','
-                | b'%'
-                | b'!'
-                | b'<'
-                | b'>'
-                | b';'
-                | b'\''
-                | b'"'
-        )
+    LITERAL.get(usize::from(b)).is_some_and(|&literal| literal)
 }
+
+/// [`is_literal`] by byte.
+// indexing in a constant: an index out of range fails the build, not a request
+#[allow(clippy::indexing_slicing)]
+const LITERAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0u8;
+    while c < 128 {
+        table[c as usize] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'_'
+                    | b'/'
+                    | b':'
+                    | b'='
+                    | b'@'
+                    | b','
+                    | b'%'
+                    | b'!'
+                    | b'<'
+                    | b'>'
+                    | b';'
+                    | b'\''
+                    | b'"'
+            );
+        c += 1;
+    }
+    table
+};
 
 /// Whether `body` ends in an unfinished escape (an odd run of trailing backslashes).
 fn ends_in_escape(body: &str) -> bool {
@@ -151,16 +206,17 @@ impl FullMatch {
     /// assert!(!re.is_match("internal.registry.io.evil.com"));
     /// assert!(FullMatch::new("a)|(b").is_err());
     /// ```
-    pub fn new(pattern: &str) -> Result<Self, String> {
+    pub fn new(pattern: impl Into<String>) -> Result<Self, String> {
+        let pattern: String = pattern.into();
         let compiled = OnceCell::new();
         if !crate::settings::is_reread() {
             let invalid = |problem: String| format!("invalid regex {pattern:?}: {problem}");
             regex_syntax::ParserBuilder::new()
                 .nest_limit(REGEX_NEST_LIMIT)
                 .build()
-                .parse(pattern)
+                .parse(&pattern)
                 .map_err(|e| invalid(first_line(&e.to_string())))?;
-            let regex = compile_full(pattern).map_err(|e| match e {
+            let regex = compile_full(&pattern).map_err(|e| match e {
                 regex::Error::CompiledTooBig(_) => invalid(format!(
                     "too large to compile (limit {REGEX_SIZE_LIMIT} bytes)"
                 )),
@@ -168,11 +224,12 @@ impl FullMatch {
             })?;
             // keep the engine a request would compile, so that what was checked here is
             // what evaluates
-            let _ = compiled.set(Some(compile_lite(pattern).unwrap_or(Compiled::Full(regex))));
+            let engine = compile_lite(&pattern).unwrap_or(Compiled::Full(regex));
+            let _ = compiled.set(Some(Box::new(engine)));
         }
         Ok(FullMatch {
-            pattern: pattern.to_owned(),
-            simple: Simple::parse(pattern),
+            simple: Simple::parse(&pattern),
+            pattern,
             compiled,
         })
     }
@@ -194,13 +251,18 @@ impl FullMatch {
         self.matches(s, true)
     }
 
+    /// Whether `s` matches, for a pattern that needs no regex engine (`None` for any other).
+    fn simple_match(&self, s: &str) -> Option<bool> {
+        self.simple.map(|simple| simple.is_match(&self.pattern, s))
+    }
+
     /// Whether `s` matches; `invalid` is the answer for a pattern that cannot be compiled.
     fn matches(&self, s: &str, invalid: bool) -> bool {
-        if let Some(simple) = &self.simple {
-            return simple.is_match(s);
+        if let Some(matched) = self.simple_match(s) {
+            return matched;
         }
         self.compiled
-            .get_or_init(|| compile(&self.pattern))
+            .get_or_init(|| compile(&self.pattern).map(Box::new))
             .as_ref()
             .map_or(invalid, |re| re.is_match(s))
     }
@@ -298,88 +360,180 @@ impl Default for OneOrMany {
 }
 
 /// Compiles (checks) a list of regex settings; errors name `path[i]`.
-pub fn regexes(path: &str, patterns: &[String]) -> Result<Vec<FullMatch>, SettingsError> {
+/// Patterns given by value are moved into their [`FullMatch`], not copied.
+pub fn regexes<S: Into<String>>(
+    path: &str,
+    patterns: impl IntoIterator<Item = S>,
+) -> Result<Vec<FullMatch>, SettingsError> {
     patterns
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, p)| FullMatch::new(p).map_err(|e| SettingsError::new(format!("{path}[{i}]"), e)))
         .collect()
 }
 
+/// How many values a [`PatternList`] judges by trying its patterns in turn before it indexes
+/// them.
+const SCANS_BEFORE_INDEX: u32 = 8;
+
 /// Full-match regexes from settings, matched without trying each in turn where their text
-/// allows: literal patterns are a set, `prefix.*` patterns a set of prefixes looked up by the
-/// value's own prefixes of the lengths present; only the other patterns are tried one by
-/// one. A request matching many values (every label key of an object) against many patterns
-/// so costs the values plus the patterns, not their product (`docs/semantics.md#cost`).
+/// allows. The first few values are judged by trying the patterns in turn (literal and
+/// `prefix.*` patterns first, without a regex engine): settings are parsed on every request,
+/// and most requests judge a few values, for which an index costs more than the scans. From
+/// the ninth value on, literal patterns are a set and `prefix.*` patterns a
+/// set of prefixes looked up by the value's own prefixes of the lengths present; only the
+/// other patterns are tried one by one. A request matching many values (every label key of
+/// an object) against many patterns so costs the values plus the patterns, not their product
+/// (`docs/semantics.md#cost`).
 ///
 /// ```
 /// use policy_decode::matcher::{PatternList, regexes};
-/// let list = PatternList::new(regexes("allowedLabels", &["team".into(), "custom\\.io/.*".into(), "x[0-9]+".into()]).unwrap());
-/// assert!(list.is_match("team") && list.is_match("custom.io/a") && list.is_match("x12"));
-/// assert!(!list.is_match("teams") && !list.is_match("custom.io.evil/a") && !list.is_match("x"));
+/// let list = PatternList::new(regexes("allowedLabels", ["team", "custom\\.io/.*", "x[0-9]+"]).unwrap());
+/// for _ in 0..10 {
+///     assert!(list.is_match("team") && list.is_match("custom.io/a") && list.is_match("x12"));
+///     assert!(!list.is_match("teams") && !list.is_match("custom.io.evil/a") && !list.is_match("x"));
+/// }
 /// assert_eq!(list.patterns().collect::<Vec<_>>(), ["team", "custom\\.io/.*", "x[0-9]+"]);
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct PatternList {
     all: Vec<FullMatch>,
-    /// Literal patterns, each with the index of its first occurrence in `all`.
+    /// Values judged by trying the patterns in turn.
+    scans: Cell<u32>,
+    /// The index, built once the scans are spent.
+    index: OnceCell<Index>,
+}
+
+/// The literal and `prefix.*` patterns of a [`PatternList`] by their text.
+#[derive(Debug, Clone, Default)]
+struct Index {
+    /// Literal patterns, each with the index of its first occurrence in the list.
     literals: HashMap<String, usize>,
-    /// `prefix.*` patterns, each with the index of its first occurrence in `all`.
+    /// `prefix.*` patterns, each with the index of its first occurrence in the list.
     prefixes: HashMap<String, usize>,
     /// The distinct lengths (bytes) of `prefixes`.
     prefix_lengths: BTreeSet<usize>,
-    /// Indices into `all` of the patterns neither literal nor `prefix.*`.
+    /// Indices of the patterns neither literal nor `prefix.*`.
     others: Vec<usize>,
 }
 
-impl PatternList {
-    /// Indexes `patterns` (in settings order).
-    pub fn new(patterns: Vec<FullMatch>) -> Self {
-        let mut list = PatternList::default();
+impl Index {
+    fn new(patterns: &[FullMatch]) -> Self {
+        let mut index = Index::default();
         // sized once: growing the maps pattern by pattern rehashes them ~log2(n) times
         let (mut literals, mut prefixes) = (0, 0);
-        for p in &patterns {
-            match &p.simple {
-                Some(Simple::Literal(_)) => literals += 1,
-                Some(Simple::Prefix(_)) => prefixes += 1,
+        for p in patterns {
+            match p.simple {
+                Some(Simple { prefix: false, .. }) => literals += 1,
+                Some(Simple { prefix: true, .. }) => prefixes += 1,
                 None => {}
             }
         }
-        list.literals.reserve(literals);
-        list.prefixes.reserve(prefixes);
+        index.literals.reserve(literals);
+        index.prefixes.reserve(prefixes);
         for (i, p) in patterns.iter().enumerate() {
-            match &p.simple {
-                Some(Simple::Literal(text)) => {
-                    list.literals.entry(text.clone()).or_insert(i);
+            match p.simple {
+                Some(simple) => {
+                    let text = simple.text(&p.pattern).into_owned();
+                    let map = match simple.prefix {
+                        true => {
+                            index.prefix_lengths.insert(text.len());
+                            &mut index.prefixes
+                        }
+                        false => &mut index.literals,
+                    };
+                    map.entry(text).or_insert(i);
                 }
-                Some(Simple::Prefix(text)) => {
-                    list.prefix_lengths.insert(text.len());
-                    list.prefixes.entry(text.clone()).or_insert(i);
-                }
-                None => list.others.push(i),
+                None => index.others.push(i),
             }
         }
-        list.all = patterns;
-        list
-    }
-
-    /// Whether a pattern matches the whole of `s`.
-    pub fn is_match(&self, s: &str) -> bool {
-        self.literals.contains_key(s)
-            || self
-                .prefix_lengths
-                .iter()
-                .any(|&n| self.prefix_at(s, n).is_some())
-            || self
-                .others
-                .iter()
-                .any(|&i| self.all.get(i).is_some_and(|r| r.is_match(s)))
+        index
     }
 
     /// The index of the `prefix.*` pattern matching `s` by its first `n` bytes, if any.
     fn prefix_at(&self, s: &str, n: usize) -> Option<usize> {
         let i = s.get(..n).and_then(|head| self.prefixes.get(head))?;
         (!s.get(n..).unwrap_or_default().contains('\n')).then_some(*i)
+    }
+
+    /// The first literal or `prefix.*` pattern matching `s`, in list order.
+    fn first_simple(&self, s: &str) -> Option<usize> {
+        self.literals
+            .get(s)
+            .copied()
+            .into_iter()
+            .chain(
+                self.prefix_lengths
+                    .iter()
+                    .filter_map(|&n| self.prefix_at(s, n)),
+            )
+            .min()
+    }
+}
+
+impl PartialEq for PatternList {
+    fn eq(&self, other: &Self) -> bool {
+        self.all == other.all
+    }
+}
+
+impl PatternList {
+    /// The patterns (in settings order), not indexed yet.
+    pub fn new(patterns: Vec<FullMatch>) -> Self {
+        PatternList {
+            all: patterns,
+            ..Default::default()
+        }
+    }
+
+    /// The index, once [`SCANS_BEFORE_INDEX`] values were judged by scans.
+    fn index(&self) -> Option<&Index> {
+        if let Some(index) = self.index.get() {
+            return Some(index);
+        }
+        if self.scans.get() < SCANS_BEFORE_INDEX {
+            self.scans.set(self.scans.get() + 1);
+            return None;
+        }
+        Some(self.index.get_or_init(|| Index::new(&self.all)))
+    }
+
+    /// The first literal or `prefix.*` pattern matching `s`, in list order.
+    fn first_simple(&self, s: &str) -> Option<usize> {
+        match self.index() {
+            Some(index) => index.first_simple(s),
+            None => self
+                .all
+                .iter()
+                .position(|p| p.simple_match(s) == Some(true)),
+        }
+    }
+
+    /// The patterns neither literal nor `prefix.*`, with their indices, in list order.
+    fn others(&self) -> impl Iterator<Item = (usize, &FullMatch)> {
+        let index = self.index.get();
+        let indexed = index.map(|index| {
+            index
+                .others
+                .iter()
+                .filter_map(|&i| self.all.get(i).map(|p| (i, p)))
+        });
+        let scanned = index.is_none().then(|| {
+            self.all
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.simple.is_none())
+        });
+        indexed
+            .into_iter()
+            .flatten()
+            .chain(scanned.into_iter().flatten())
+    }
+
+    /// Whether a pattern matches the whole of `s`.
+    pub fn is_match(&self, s: &str) -> bool {
+        !self.all.is_empty()
+            && (self.first_simple(s).is_some() || self.others().any(|(_, p)| p.is_match(s)))
     }
 
     /// The first pattern, in settings order, that matches the whole of `s`, for deny-lists:
@@ -389,29 +543,23 @@ impl PatternList {
     ///
     /// ```
     /// use policy_decode::matcher::{PatternList, regexes};
-    /// let list = PatternList::new(regexes("blacklistRegex", &["x[0-9]+".into(), "x1".into(), "x.*".into()]).unwrap());
-    /// assert_eq!(list.first_denying("x1").map(|p| p.pattern()), Some("x[0-9]+"));
-    /// assert_eq!(list.first_denying("xa").map(|p| p.pattern()), Some("x.*"));
-    /// assert!(list.first_denying("y").is_none());
+    /// let list = PatternList::new(regexes("blacklistRegex", ["x[0-9]+", "x1", "x.*"]).unwrap());
+    /// for _ in 0..10 {
+    ///     assert_eq!(list.first_denying("x1").map(|p| p.pattern()), Some("x[0-9]+"));
+    ///     assert_eq!(list.first_denying("xa").map(|p| p.pattern()), Some("x.*"));
+    ///     assert!(list.first_denying("y").is_none());
+    /// }
     /// ```
     pub fn first_denying(&self, s: &str) -> Option<&FullMatch> {
-        let simple = self
-            .literals
-            .get(s)
-            .copied()
-            .into_iter()
-            .chain(
-                self.prefix_lengths
-                    .iter()
-                    .filter_map(|&n| self.prefix_at(s, n)),
-            )
-            .min();
+        if self.all.is_empty() {
+            return None;
+        }
+        let simple = self.first_simple(s);
         let other = self
-            .others
-            .iter()
-            .take_while(|&&i| simple.is_none_or(|first| i < first))
-            .find(|&&i| self.all.get(i).is_some_and(|r| r.denies(s)))
-            .copied();
+            .others()
+            .take_while(|&(i, _)| simple.is_none_or(|first| i < first))
+            .find(|(_, p)| p.denies(s))
+            .map(|(i, _)| i);
         other.or(simple).and_then(|i| self.all.get(i))
     }
 
@@ -515,6 +663,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// `patterns` as a list whose scans are spent: every value is judged through its index.
+    fn indexed(patterns: Vec<FullMatch>) -> PatternList {
+        let list = PatternList::new(patterns);
+        list.scans.set(SCANS_BEFORE_INDEX);
+        list
+    }
+
     proptest! {
         /// Literal and `prefix.*` patterns, matched without a regex, answer as the regex.
         #[test]
@@ -538,9 +693,12 @@ mod tests {
             probes in proptest::collection::vec("[ab./\n-]{0,5}", 1..8),
         ) {
             let compiled: Vec<FullMatch> = patterns.iter().filter_map(|p| FullMatch::new(p).ok()).collect();
-            let list = PatternList::new(compiled.clone());
+            let scanned = PatternList::new(compiled.clone());
+            let indexed = indexed(compiled.clone());
             for p in &probes {
-                prop_assert_eq!(list.is_match(p), compiled.iter().any(|r| r.is_match(p)), "{:?}", p);
+                let expected = compiled.iter().any(|r| r.is_match(p));
+                prop_assert_eq!(scanned.is_match(p), expected, "scanned {:?}", p);
+                prop_assert_eq!(indexed.is_match(p), expected, "indexed {:?}", p);
             }
         }
     }
@@ -554,10 +712,12 @@ mod tests {
             probes in proptest::collection::vec("[ab./\n-]{0,5}", 1..8),
         ) {
             let compiled: Vec<FullMatch> = patterns.iter().filter_map(|p| FullMatch::new(p).ok()).collect();
-            let list = PatternList::new(compiled.clone());
+            let scanned = PatternList::new(compiled.clone());
+            let indexed = indexed(compiled.clone());
             for p in &probes {
                 let expected = compiled.iter().find(|r| r.is_match(p)).map(FullMatch::pattern);
-                prop_assert_eq!(list.first_denying(p).map(FullMatch::pattern), expected, "{:?}", p);
+                prop_assert_eq!(scanned.first_denying(p).map(FullMatch::pattern), expected, "scanned {:?}", p);
+                prop_assert_eq!(indexed.first_denying(p).map(FullMatch::pattern), expected, "indexed {:?}", p);
             }
         }
     }
@@ -568,38 +728,83 @@ mod tests {
         let broken = crate::settings::reread(|| FullMatch::new("a(").unwrap());
         assert!(!broken.is_match("a("));
         assert!(broken.denies("anything"));
-        let list = PatternList::new(vec![FullMatch::new("b").unwrap(), broken]);
-        assert_eq!(list.first_denying("b").map(FullMatch::pattern), Some("b"));
-        assert_eq!(list.first_denying("c").map(FullMatch::pattern), Some("a("));
-        assert!(!list.is_match("c"));
+        let patterns = vec![FullMatch::new("b").unwrap(), broken];
+        for list in [PatternList::new(patterns.clone()), indexed(patterns)] {
+            assert_eq!(list.first_denying("b").map(FullMatch::pattern), Some("b"));
+            assert_eq!(list.first_denying("c").map(FullMatch::pattern), Some("a("));
+            assert!(!list.is_match("c"));
+        }
+    }
+
+    /// The text and kind a simple pattern is read as (`None`: not simple).
+    fn simple(pattern: &str) -> Option<(String, bool)> {
+        Simple::parse(pattern).map(|s| (s.text(pattern).into_owned(), s.prefix))
     }
 
     #[test]
     fn simple_patterns_are_recognised() {
         assert_eq!(
-            Simple::parse("custom\\.appuio\\.io/.*"),
-            Some(Simple::Prefix("custom.appuio.io/".into()))
+            simple("custom\\.appuio\\.io/.*"),
+            Some(("custom.appuio.io/".into(), true))
         );
-        assert_eq!(
-            Simple::parse("default"),
-            Some(Simple::Literal("default".into()))
-        );
-        assert_eq!(Simple::parse("a\\.*"), None);
-        assert_eq!(Simple::parse("a\\<"), None);
-        assert_eq!(
-            Simple::parse("kube-.*"),
-            Some(Simple::Prefix("kube-".into()))
-        );
-        assert_eq!(Simple::parse("a|b"), None);
-        assert_eq!(Simple::parse("a.b"), None);
-        assert_eq!(Simple::parse("\\d"), None);
+        assert_eq!(simple("default"), Some(("default".into(), false)));
+        assert_eq!(simple("a\\.*"), None);
+        assert_eq!(simple("a\\<"), None);
+        assert_eq!(simple("kube-.*"), Some(("kube-".into(), true)));
+        assert_eq!(simple("a\\\\b\\-"), Some(("a\\b-".into(), false)));
+        assert_eq!(simple("a|b"), None);
+        assert_eq!(simple("a.b"), None);
+        assert_eq!(simple("\\d"), None);
         // non-ASCII text, escaped or not, is left to the regex engine
-        assert_eq!(Simple::parse("café"), None);
-        assert_eq!(Simple::parse("a\\é.*"), None);
+        assert_eq!(simple("café"), None);
+        assert_eq!(simple("a\\é.*"), None);
         assert_eq!(
-            Simple::parse("o'k;<x>=\"%!@,:_"),
-            Some(Simple::Literal("o'k;<x>=\"%!@,:_".into()))
+            simple("o'k;<x>=\"%!@,:_"),
+            Some(("o'k;<x>=\"%!@,:_".into(), false))
         );
+    }
+
+    #[test]
+    fn literal_bytes_are_letters_digits_and_listed_punctuation() {
+        for b in 0..=u8::MAX {
+            let expected = b.is_ascii_alphanumeric() || b"-_/:=@,%!<>;'\"".contains(&b);
+            assert_eq!(is_literal(b), expected, "byte {b}");
+        }
+    }
+
+    #[test]
+    fn escaped_patterns_match_in_place() {
+        let m = FullMatch::new("a\\.b\\\\c/.*").unwrap();
+        assert!(m.is_match("a.b\\c/"));
+        assert!(m.is_match("a.b\\c/x.y"));
+        assert!(!m.is_match("a.b\\c/x\ny"));
+        assert!(!m.is_match("axb\\c/"));
+        assert!(!m.is_match("a.b\\c"));
+        assert!(!m.is_match("a.b"));
+        let literal = FullMatch::new("a\\.b").unwrap();
+        assert!(literal.is_match("a.b"));
+        assert!(!literal.is_match("a.bc") && !literal.is_match("a.") && !literal.is_match("a.é"));
+    }
+
+    #[test]
+    fn lists_index_after_their_scans() {
+        let list = PatternList::new(regexes("l", ["a", "b\\..*", "c[0-9]"]).unwrap());
+        for i in 0..SCANS_BEFORE_INDEX {
+            assert!(list.index.get().is_none(), "scan {i}");
+            assert!(list.is_match("b.x"));
+        }
+        assert!(list.is_match("c1") && list.index.get().is_some());
+        let index = list.index.get().unwrap();
+        assert_eq!(index.literals.get("a"), Some(&0));
+        assert_eq!(index.prefixes.get("b."), Some(&1));
+        assert_eq!(index.others, [2]);
+        assert!(list.is_match("a") && list.is_match("b.") && !list.is_match("b"));
+        // an empty list never counts a scan
+        let empty = PatternList::new(Vec::new());
+        for _ in 0..=SCANS_BEFORE_INDEX {
+            assert!(!empty.is_match("a") && empty.first_denying("a").is_none());
+        }
+        assert!(empty.index.get().is_none());
     }
 
     #[test]
@@ -699,7 +904,7 @@ mod tests {
 
     #[test]
     fn invalid_regex_refused() {
-        let err = regexes("allowedRegex", &["ok".into(), "(".into()]).unwrap_err();
+        let err = regexes("allowedRegex", ["ok", "("]).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("allowedRegex[1]: invalid regex \"(\"")
@@ -718,7 +923,7 @@ mod tests {
 
     #[test]
     fn too_large_pattern_is_refused_with_its_path() {
-        let err = regexes("allowedRegex", &["ok".into(), "\\w{1000}{1000}".into()]).unwrap_err();
+        let err = regexes("allowedRegex", ["ok", "\\w{1000}{1000}"]).unwrap_err();
         assert_eq!(err.path, "allowedRegex[1]");
         assert!(err.problem.contains("too large to compile"), "{err}");
         let deep = format!("{}a{}", "(".repeat(100), ")".repeat(100));
@@ -761,7 +966,7 @@ mod tests {
     proptest! {
         #[test]
         fn literal_regex_matches_only_itself(s in "[a-z0-9.-]{1,12}", t in "[a-z0-9.-]{0,12}") {
-            let r = FullMatch::new(&regex::escape(&s)).unwrap();
+            let r = FullMatch::new(regex::escape(&s)).unwrap();
             prop_assert!(r.is_match(&s));
             prop_assert_eq!(r.is_match(&t), s == t);
             let with_suffix = format!("{s}{t}");

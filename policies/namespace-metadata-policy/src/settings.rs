@@ -68,7 +68,7 @@ impl KeyRules {
         protected: NameList,
         forbidden: ForbiddenKeys,
     ) -> Result<Self, SettingsError> {
-        let allowed = PatternList::new(regexes(field, &allowed)?);
+        let allowed = PatternList::new(regexes(field, allowed)?);
         if !policy_decode::settings::is_reread() {
             for (i, key) in protected.iter().enumerate() {
                 check_key(&format!("{protected_field}[{i}]"), key)?;

@@ -1,6 +1,5 @@
 //! Scalar primitives: String, Numeric and Bool restrictions.
 
-use std::cell::{Cell, OnceCell};
 use std::fmt;
 
 use serde::Deserialize;
@@ -76,8 +75,9 @@ pub struct StringRestriction {
     nil: NilRule,
     lists: Lists,
     regex: Vec<FullMatch>,
-    /// `blacklistRegex` (empty when not given).
-    deny_regex: DenyRegexes,
+    /// `blacklistRegex` (empty when not given): tried in turn for the first values, then
+    /// indexed ([`PatternList`]).
+    deny_regex: PatternList,
     /// Whether `whitelist`/`regex` restrict the value (at least one of them non-empty).
     restricted: bool,
     mode: StringMatch,
@@ -218,7 +218,7 @@ impl StringRestriction {
             nil,
             lists,
             regex: regex.unwrap_or_default(),
-            deny_regex: DenyRegexes::new(deny_regex),
+            deny_regex: PatternList::new(deny_regex),
             restricted: has_whitelist || has_regex,
             mode,
         })
@@ -273,7 +273,7 @@ impl StringRestriction {
                 list(blacklist)
             ));
         }
-        if let Some(denying) = self.deny_regex.first(subject) {
+        if let Some(denying) = self.deny_regex.first_denying(subject) {
             return Some(format!(
                 "{} matches blacklistRegex {}",
                 quote(value),
@@ -303,45 +303,6 @@ impl StringRestriction {
                 regexes()
             ),
         })
-    }
-}
-
-/// How many values a [`DenyRegexes`] judges by trying its patterns in turn before it indexes
-/// them.
-const DENY_SCANS_BEFORE_INDEX: u32 = 8;
-
-/// `blacklistRegex`: tried in turn for the first few values, then indexed as a
-/// [`PatternList`] (`docs/semantics.md#cost`: settings are parsed on every request, and most
-/// requests judge a few values, for which building the index costs more than the scans;
-/// a 1 MiB object judges thousands, for which the index keeps the cost linear).
-#[derive(Debug, Clone, Default, PartialEq)]
-struct DenyRegexes {
-    patterns: Vec<FullMatch>,
-    scans: Cell<u32>,
-    index: OnceCell<PatternList>,
-}
-
-impl DenyRegexes {
-    fn new(patterns: Vec<FullMatch>) -> Self {
-        DenyRegexes {
-            patterns,
-            ..Default::default()
-        }
-    }
-
-    /// The first pattern, in settings order, that matches the whole of `value` (a pattern
-    /// that cannot be compiled matches every value: [`FullMatch::denies`]).
-    fn first(&self, value: &str) -> Option<&FullMatch> {
-        if self.patterns.is_empty() {
-            return None;
-        }
-        if self.index.get().is_none() && self.scans.get() < DENY_SCANS_BEFORE_INDEX {
-            self.scans.set(self.scans.get() + 1);
-            return self.patterns.iter().find(|p| p.denies(value));
-        }
-        self.index
-            .get_or_init(|| PatternList::new(self.patterns.clone()))
-            .first_denying(value)
     }
 }
 
@@ -1042,7 +1003,7 @@ mod tests {
             let raw = RawString { blacklist_regex: Some(OneOrMany::Many(patterns.clone())), ..Default::default() };
             let Ok(r) = StringRestriction::build(raw) else { return Ok(()) };
             for p in &probes {
-                let first = patterns.iter().find(|x| FullMatch::new(x).unwrap().is_match(p));
+                let first = patterns.iter().find(|x| FullMatch::new(x.as_str()).unwrap().is_match(p));
                 let mut out = Vec::new();
                 r.check_str(Some(p), &FieldPath::root("f"), &mut out);
                 let expected: Vec<String> = first
