@@ -13,6 +13,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use super::rule::{PolicyRule, RuleView, describe_resource};
 use policy_decode::error::SettingsError;
+use policy_decode::names::NameList;
 
 /// The most (API group, resource) pairs a ceiling may index: a ceiling is a handful of rules;
 /// a larger one is refused in settings rather than indexed on every request.
@@ -81,13 +82,13 @@ struct Verbs {
 }
 
 impl Verbs {
-    fn add(&mut self, verbs: &[String]) {
-        for v in verbs {
-            match (v.as_str(), standard_bit(v)) {
+    fn add(&mut self, verbs: &NameList) {
+        for v in verbs.iter() {
+            match (v, standard_bit(v)) {
                 ("*", _) => self.all = true,
                 (_, Some(bit)) => self.standard |= bit,
                 (_, None) => {
-                    self.other.insert(v.clone());
+                    self.other.insert(v.to_owned());
                 }
             }
         }
@@ -115,8 +116,11 @@ impl Entry {
         match rule.resource_names.is_empty() {
             true => self.unnamed.add(&rule.verbs),
             false => {
-                for name in &rule.resource_names {
-                    self.named.entry(name.clone()).or_default().add(&rule.verbs);
+                for name in rule.resource_names.iter() {
+                    self.named
+                        .entry(name.to_owned())
+                        .or_default()
+                        .add(&rule.verbs);
                 }
             }
         }
@@ -245,19 +249,19 @@ impl Ceiling {
 
 impl Index {
     fn add(&mut self, rule: &PolicyRule) {
-        for url in &rule.non_resource_urls {
+        for url in rule.non_resource_urls.iter() {
             let (map, key) = match url.strip_suffix('*') {
                 Some(prefix) => {
                     self.prefix_lengths.insert(prefix.len());
                     (&mut self.url_prefixes, prefix)
                 }
-                None => (&mut self.urls, url.as_str()),
+                None => (&mut self.urls, url),
             };
             entry_of(map, key).add(&rule.verbs);
         }
-        for group in &rule.api_groups {
+        for group in rule.api_groups.iter() {
             let group = entry_of(&mut self.groups, group);
-            for resource in &rule.resources {
+            for resource in rule.resources.iter() {
                 group.add(resource, rule);
             }
         }
@@ -383,7 +387,7 @@ fn rule_covers(
     verb: &str,
     name: Option<&str>,
 ) -> bool {
-    let has = |list: &[String], x: &str| list.iter().any(|e| e == x || e == "*");
+    let has = |list: &NameList, x: &str| list.iter().any(|e| e == x || e == "*");
     has(&c.verbs, verb)
         && has(&c.api_groups, group)
         && (has(&c.resources, resource)

@@ -9,35 +9,37 @@ use serde::Deserialize;
 
 use policy_decode::error::{PolicyError, SettingsError};
 use policy_decode::json::At;
+use policy_decode::names::NameList;
 use policy_decode::path::FieldPath;
 use serde_json::Value;
 
-/// A rule as written in settings (`ceiling`), decoded strictly.
+/// A rule as written in settings (`ceiling`), decoded strictly. Each list is one buffer
+/// ([`NameList`]): a ceiling of 10,000 rules is decoded for every request.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PolicyRule {
     /// API groups (`""` is the core group).
     #[serde(default)]
-    pub api_groups: Vec<String>,
+    pub api_groups: NameList,
     /// Resources, `<resource>/<subresource>` for subresources.
     #[serde(default)]
-    pub resources: Vec<String>,
+    pub resources: NameList,
     /// Verbs.
     #[serde(default)]
-    pub verbs: Vec<String>,
+    pub verbs: NameList,
     /// Object names the rule is narrowed to (empty = every object).
     #[serde(default)]
-    pub resource_names: Vec<String>,
+    pub resource_names: NameList,
     /// Non-resource URLs (`/healthz`, `/api/*`).
     #[serde(default, rename = "nonResourceURLs")]
-    pub non_resource_urls: Vec<String>,
+    pub non_resource_urls: NameList,
 }
 
 impl PolicyRule {
     /// The rule as a view.
     pub fn view(&self) -> RuleView<'_> {
-        fn strs(v: &[String]) -> Vec<&str> {
-            v.iter().map(String::as_str).collect()
+        fn strs(v: &NameList) -> Vec<&str> {
+            v.iter().collect()
         }
         RuleView {
             api_groups: strs(&self.api_groups),
