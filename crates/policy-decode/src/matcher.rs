@@ -92,33 +92,36 @@ impl Simple {
         })
     }
 
+    /// The bytes of the text `pattern` (the pattern this was parsed from) spells, escapes
+    /// removed: one ASCII byte per character.
+    fn text_bytes<'p>(&self, pattern: &'p str) -> impl Iterator<Item = u8> + 'p {
+        let mut bytes = pattern
+            .as_bytes()
+            .get(..self.body)
+            .unwrap_or_default()
+            .iter()
+            .copied();
+        std::iter::from_fn(move || match bytes.next()? {
+            b'\\' => bytes.next(),
+            b => Some(b),
+        })
+    }
+
     /// The text `pattern` (the pattern this was parsed from) spells, escapes removed.
     fn text<'p>(&self, pattern: &'p str) -> Cow<'p, str> {
-        let body = pattern.get(..self.body).unwrap_or_default();
-        if !self.escaped {
-            return Cow::Borrowed(body);
+        match self.escaped {
+            false => Cow::Borrowed(pattern.get(..self.body).unwrap_or_default()),
+            true => Cow::Owned(self.text_bytes(pattern).map(char::from).collect()),
         }
-        let mut text = String::with_capacity(body.len());
-        let mut chars = body.chars();
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => text.extend(chars.next()),
-                c => text.push(c),
-            }
-        }
-        Cow::Owned(text)
     }
 
     /// What follows the text in `s`, when `s` starts with it.
     fn strip_text<'s>(&self, pattern: &str, s: &'s str) -> Option<&'s str> {
-        let body = pattern.get(..self.body)?;
         if !self.escaped {
-            return s.strip_prefix(body);
+            return s.strip_prefix(pattern.get(..self.body)?);
         }
         let mut rest = s.as_bytes();
-        let mut bytes = body.bytes();
-        while let Some(b) = bytes.next() {
-            let b = if b == b'\\' { bytes.next()? } else { b };
+        for b in self.text_bytes(pattern) {
             match rest.split_first() {
                 Some((&first, tail)) if first == b => rest = tail,
                 _ => return None,
