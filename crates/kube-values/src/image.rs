@@ -107,7 +107,11 @@ impl ImageRef {
 
     /// `registry/repository`, without tag or digest (`docker.io/library/nginx`).
     pub fn name(&self) -> String {
-        format!("{}/{}", self.registry, self.repository)
+        let mut name = String::with_capacity(self.registry.len() + 1 + self.repository.len());
+        name.push_str(&self.registry);
+        name.push('/');
+        name.push_str(&self.repository);
+        name
     }
 }
 

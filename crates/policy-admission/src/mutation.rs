@@ -21,22 +21,36 @@ pub fn object_at<'a>(
     root: &'a mut Value,
     path: &[&str],
 ) -> Result<&'a mut Map<String, Value>, PolicyError> {
+    // The message path is built only for an error: a mutation walks this once per edit.
+    let at = |walked: usize| {
+        path.iter()
+            .take(walked)
+            .fold(FieldPath::empty(), |at, s| at.field(s))
+    };
     let mut current = root;
-    let mut at = FieldPath::empty();
-    for segment in path {
+    for (walked, segment) in path.iter().enumerate() {
         let map = current
             .as_object_mut()
-            .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))?;
-        at = at.field(segment);
-        let slot = map.entry((*segment).to_owned()).or_insert(Value::Null);
-        if slot.is_null() {
-            *slot = Value::Object(Map::new());
-        }
-        current = slot;
+            .ok_or_else(|| PolicyError::malformed(&at(walked), "expected an object"))?;
+        current = map_slot(map, segment)
+            .ok_or_else(|| PolicyError::malformed(&at(walked + 1), "missing"))?;
     }
     current
         .as_object_mut()
-        .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))
+        .ok_or_else(|| PolicyError::malformed(&at(path.len()), "expected an object"))
+}
+
+/// The entry `key` of `map`, made an empty map when missing or `null` (`None` only if the
+/// map loses an entry it was just given). The key is copied only when the entry is created.
+fn map_slot<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Value> {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), Value::Null);
+    }
+    let slot = map.get_mut(key)?;
+    if slot.is_null() {
+        *slot = Value::Object(Map::new());
+    }
+    Some(slot)
 }
 
 /// Sets `key` of the map at `path` to `value`.
@@ -86,34 +100,38 @@ pub fn set_in(
     key: &str,
     value: Value,
 ) -> Result<(), PolicyError> {
+    // The message path is built only for an error (see `object_at`).
+    let at = |walked: usize| {
+        steps
+            .iter()
+            .take(walked)
+            .fold(FieldPath::empty(), |at, step| match step {
+                Step::Key(name) => at.field(name),
+                Step::Index(i) => at.index(*i),
+            })
+    };
     let mut current = root;
-    let mut at = FieldPath::empty();
-    for step in steps {
+    for (walked, step) in steps.iter().enumerate() {
         current = match step {
             Step::Key(name) => {
                 let map = current
                     .as_object_mut()
-                    .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))?;
-                at = at.field(name);
-                let slot = map.entry((*name).to_owned()).or_insert(Value::Null);
-                if slot.is_null() {
-                    *slot = Value::Object(Map::new());
-                }
-                slot
+                    .ok_or_else(|| PolicyError::malformed(&at(walked), "expected an object"))?;
+                map_slot(map, name)
+                    .ok_or_else(|| PolicyError::malformed(&at(walked + 1), "missing"))?
             }
             Step::Index(i) => {
                 let list = current
                     .as_array_mut()
-                    .ok_or_else(|| PolicyError::malformed(&at, "expected a list"))?;
-                at = at.index(*i);
+                    .ok_or_else(|| PolicyError::malformed(&at(walked), "expected a list"))?;
                 list.get_mut(*i)
-                    .ok_or_else(|| PolicyError::malformed(&at, "missing"))?
+                    .ok_or_else(|| PolicyError::malformed(&at(walked + 1), "missing"))?
             }
         };
     }
     current
         .as_object_mut()
-        .ok_or_else(|| PolicyError::malformed(&at, "expected an object"))?
+        .ok_or_else(|| PolicyError::malformed(&at(steps.len()), "expected an object"))?
         .insert(key.to_owned(), value);
     Ok(())
 }

@@ -44,11 +44,30 @@ impl FieldPath {
 
     /// The path of element `i` of the list at this path.
     pub fn index(&self, i: usize) -> Self {
-        FieldPath(format!("{}[{i}]", self.0))
+        // Built without the formatting machinery: a walk over a list builds one per element.
+        let mut s = String::with_capacity(self.0.len() + 8);
+        s.push_str(&self.0);
+        s.push('[');
+        push_decimal(&mut s, i);
+        s.push(']');
+        FieldPath(s)
     }
 
-    /// The path of map key `key` (labels, annotations, node selectors) below this one.
+    /// The path of map key `key` (labels, annotations, node selectors) below this one, the
+    /// key quoted as Rust's `{:?}` quotes it.
     pub fn key(&self, key: &str) -> Self {
+        // Printable ASCII without `"` or `\` reads the same quoted: no escaping pass.
+        if key
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+        {
+            let mut s = String::with_capacity(self.0.len() + key.len() + 4);
+            s.push_str(&self.0);
+            s.push_str("[\"");
+            s.push_str(key);
+            s.push_str("\"]");
+            return FieldPath(s);
+        }
         FieldPath(format!("{}[{:?}]", self.0, key))
     }
 
@@ -61,6 +80,15 @@ impl FieldPath {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// Appends `n` in decimal digits.
+fn push_decimal(out: &mut String, n: usize) {
+    if n >= 10 {
+        push_decimal(out, n / 10);
+    }
+    // `n % 10` is a single digit
+    out.push(char::from(b'0' + (n % 10) as u8));
 }
 
 impl fmt::Display for FieldPath {
@@ -77,6 +105,42 @@ mod tests {
     fn builds_paths_from_empty() {
         assert_eq!(FieldPath::empty().field("spec").to_string(), "spec");
         assert_eq!(FieldPath::empty().index(2).to_string(), "[2]");
+    }
+
+    #[test]
+    fn indices_read_as_decimal_numbers() {
+        for i in [0, 7, 10, 99, 100, 12_345, usize::MAX] {
+            assert_eq!(
+                FieldPath::root("spec")
+                    .field("containers")
+                    .index(i)
+                    .as_str(),
+                format!("spec.containers[{i}]")
+            );
+        }
+        assert_eq!(FieldPath::empty().index(3).as_str(), "[3]");
+    }
+
+    #[test]
+    fn keys_are_quoted_as_debug_quotes_them() {
+        for key in [
+            "app",
+            "a.b/c",
+            "with space",
+            "tab\there",
+            "quote\"d",
+            "back\\slash",
+            "é",
+            "\u{7f}",
+            "~!",
+            "",
+        ] {
+            assert_eq!(
+                FieldPath::root("m").key(key).as_str(),
+                format!("m[{key:?}]"),
+                "{key:?}"
+            );
+        }
     }
 
     #[test]

@@ -12,10 +12,10 @@
 //!     "volumes": [{"name": "data", "image": {"reference": "quay.io/acme/data:1"}}]});
 //! let found = pulls(&At::new(&spec, FieldPath::root("spec"))).unwrap();
 //! assert_eq!(found.len(), 3);
-//! assert_eq!(found[0].policy_path.as_str(), "spec.initContainers[0].imagePullPolicy");
+//! assert_eq!(found[0].policy_path().as_str(), "spec.initContainers[0].imagePullPolicy");
 //! assert_eq!(found[1].effective().unwrap().policy, "Never");
 //! assert_eq!(found[2].source, Puller::ImageVolume);
-//! assert_eq!(found[2].image_path.as_str(), "spec.volumes[0].image.reference");
+//! assert_eq!(found[2].image_path().as_str(), "spec.volumes[0].image.reference");
 //! ```
 
 use std::collections::HashMap;
@@ -50,15 +50,29 @@ pub struct Pull<'a> {
     pub name: Option<&'a str>,
     /// The image reference, if written.
     pub image: Option<&'a str>,
-    /// The path of the image (`spec.containers[2].image`, `spec.volumes[5].image.reference`).
-    pub image_path: FieldPath,
     /// The written pull policy, if any.
     pub policy: Option<&'a str>,
-    /// The path of the pull policy (`…imagePullPolicy`, `…image.pullPolicy`).
-    pub policy_path: FieldPath,
+    /// The path of the container, or of the image volume's `image` (`spec.containers[2]`,
+    /// `spec.volumes[5].image`): the object holding the image and its pull policy.
+    pub holder_path: FieldPath,
 }
 
 impl<'a> Pull<'a> {
+    /// The path of the image (`spec.containers[2].image`, `spec.volumes[5].image.reference`),
+    /// built when a message needs it.
+    pub fn image_path(&self) -> FieldPath {
+        self.holder_path.field(match self.source {
+            Puller::Container(_) => "image",
+            Puller::ImageVolume => "reference",
+        })
+    }
+
+    /// The path of the pull policy (`…imagePullPolicy`, `…image.pullPolicy`), built when a
+    /// message needs it.
+    pub fn policy_path(&self) -> FieldPath {
+        self.holder_path.field(self.policy_field())
+    }
+
     /// The pull policy the image is pulled with: the written one, else the API server's
     /// default for the image ([`kube_values::pull_policy`]); `None` when neither can be told.
     pub fn effective(&self) -> Option<EffectivePullPolicy<'a>> {
@@ -107,9 +121,8 @@ pub fn pulls<'a>(spec: &At<'a>) -> Result<Vec<Pull<'a>>, PolicyError> {
                 index,
                 name: c.get_str("name")?,
                 image: c.get_str("image")?,
-                image_path: c.path.field("image"),
                 policy: c.get_str("imagePullPolicy")?,
-                policy_path: c.path.field("imagePullPolicy"),
+                holder_path: c.path,
             });
         }
     }
@@ -121,9 +134,8 @@ pub fn pulls<'a>(spec: &At<'a>) -> Result<Vec<Pull<'a>>, PolicyError> {
                 index,
                 name: v.get_str("name")?,
                 image: img.get_str("reference")?,
-                image_path: img.path.field("reference"),
                 policy: img.get_str("pullPolicy")?,
-                policy_path: img.path.field("pullPolicy"),
+                holder_path: img.path,
             });
         }
     }
@@ -208,7 +220,7 @@ mod tests {
         let images: Vec<String> = pulls(&view.spec)
             .unwrap()
             .into_iter()
-            .map(|p| format!("{}={}", p.image_path, p.image.unwrap()))
+            .map(|p| format!("{}={}", p.image_path(), p.image.unwrap()))
             .collect();
         assert_eq!(
             images,
@@ -242,7 +254,7 @@ mod tests {
             "volumes": [{"name": "cm", "configMap": {"name": "c"}}, {"name": "v", "image": {"reference": "d:1", "pullPolicy": "Never"}}]
         });
         let found = pulls(&At::new(&spec, FieldPath::root("spec"))).unwrap();
-        let paths: Vec<&str> = found.iter().map(|p| p.image_path.as_str()).collect();
+        let paths: Vec<String> = found.iter().map(|p| p.image_path().to_string()).collect();
         assert_eq!(
             paths,
             [

@@ -123,14 +123,17 @@ fn is_docker_alias(host: &str) -> bool {
         .any(|alias| alias.eq_ignore_ascii_case(host))
 }
 
-/// The `host/repository` prefixes of an image at which a prefix entry may match, shortest
-/// first: `ghcr.io/acme`, `ghcr.io/acme/app` for `ghcr.io/acme/app`.
-fn prefixes(image: &ImageRef) -> impl Iterator<Item = String> + '_ {
-    let repo = image.repository.as_str();
-    repo.match_indices('/')
+/// The `host/repository` prefixes of an image's name (`host/repository`, see
+/// [`ImageRef::name`]) at which a prefix entry may match, shortest first: `ghcr.io/acme`,
+/// `ghcr.io/acme/app` for `ghcr.io/acme/app`. Slices of the one name, not copies.
+fn prefixes<'n>(name: &'n str, registry: &str) -> impl Iterator<Item = &'n str> + 'n {
+    let repository_start = registry.len() + 1;
+    let repository = name.get(repository_start..).unwrap_or_default();
+    repository
+        .match_indices('/')
         .map(|(i, _)| i)
-        .chain(std::iter::once(repo.len()))
-        .map(move |end| format!("{}/{}", image.registry, repo.get(..end).unwrap_or(repo)))
+        .chain(std::iter::once(repository.len()))
+        .filter_map(move |end| name.get(..repository_start + end))
 }
 
 /// Registry entries plus full-match regexes over the host and over `host/repository`: an
@@ -262,8 +265,9 @@ impl RegistryList {
             return None;
         }
         let mut best = self.entries.position(&image.registry);
-        for prefix in prefixes(image) {
-            if let Some(i) = self.entries.position(&prefix) {
+        let name = image.name();
+        for prefix in prefixes(&name, &image.registry) {
+            if let Some(i) = self.entries.position(prefix) {
                 best = Some(best.map_or(i, |b: usize| b.min(i)));
             }
         }

@@ -49,14 +49,14 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
     let image = match ImageRef::parse(raw) {
         Ok(image) => image,
         Err(e) => {
-            verdict.violation(&pull.image_path, e.to_string());
+            verdict.violation(&pull.image_path(), e.to_string());
             return;
         }
     };
     // Rule 2.
     if settings.require_fully_qualified && !fully_qualified(raw) {
         verdict.violation(
-            &pull.image_path,
+            &pull.image_path(),
             format!(
                 "{raw:?} does not name its registry; write it fully qualified, e.g. {:?}",
                 image.to_string()
@@ -66,7 +66,7 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
     // Rules 3 and 4: a denied image is not also reported as not allowed.
     if let Some(m) = settings.denied.first_match(&image) {
         verdict.violation(
-            &pull.image_path,
+            &pull.image_path(),
             format!(
                 "{raw:?} ({}) is denied by {}",
                 image.name(),
@@ -77,7 +77,7 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
         && allowed.first_match(&image).is_none()
     {
         verdict.violation(
-            &pull.image_path,
+            &pull.image_path(),
             format!(
                 "registry {:?} of {raw:?} is not allowed; allowed: {allowed}",
                 image.registry
@@ -99,7 +99,7 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
             String::new()
         };
         verdict.violation(
-            &pull.policy_path,
+            &pull.policy_path(),
             format!(
                 "{:?} is not allowed for {}{defaulted}; allowed: {}",
                 policy,

@@ -75,7 +75,7 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
             ),
             None => "missing, and no pull policy is set".to_owned(),
         };
-        verdict.violation(&pull.image_path, problem);
+        verdict.violation(&pull.image_path(), problem);
         return;
     };
     if settings.allowed.allows(effective.policy) {
@@ -86,7 +86,7 @@ fn judge(pull: &Pull<'_>, settings: &Settings, verdict: &mut Verdict) {
         _ => String::new(),
     };
     verdict.violation(
-        &pull.policy_path,
+        &pull.policy_path(),
         format!(
             "{:?} is not allowed{defaulted}; allowed: {}",
             effective.policy, settings.allowed
