@@ -22,11 +22,7 @@ pub fn object_at<'a>(
     path: &[&str],
 ) -> Result<&'a mut Map<String, Value>, PolicyError> {
     // The message path is built only for an error: a mutation walks this once per edit.
-    let at = |walked: usize| {
-        path.iter()
-            .take(walked)
-            .fold(FieldPath::empty(), |at, s| at.field(s))
-    };
+    let at = |walked: usize| keys_path(path.get(..walked).unwrap_or(path));
     let mut current = root;
     for (walked, segment) in path.iter().enumerate() {
         let map = current
@@ -38,6 +34,11 @@ pub fn object_at<'a>(
     current
         .as_object_mut()
         .ok_or_else(|| PolicyError::malformed(&at(path.len()), "expected an object"))
+}
+
+/// The message path of the map keys `path` (`spec.nodeSelector`).
+fn keys_path(path: &[&str]) -> FieldPath {
+    path.iter().fold(FieldPath::empty(), |at, s| at.field(s))
 }
 
 /// The entry `key` of `map`, made an empty map when missing or `null` (`None` only if the
@@ -71,13 +72,10 @@ pub fn push(root: &mut Value, path: &[&str], key: &str, value: Value) -> Result<
             list.push(value);
             Ok(())
         }
-        None => {
-            let mut p = FieldPath::empty();
-            for s in path {
-                p = p.field(s);
-            }
-            Err(PolicyError::malformed(&p.field(key), "expected a list"))
-        }
+        None => Err(PolicyError::malformed(
+            &keys_path(path).field(key),
+            "expected a list",
+        )),
     }
 }
 

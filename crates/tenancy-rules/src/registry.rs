@@ -239,7 +239,13 @@ impl RegistryList {
     /// The first thing (entry, host regex, repository regex, in that order) that matches
     /// `image`, if any.
     pub fn first_match(&self, image: &ImageRef) -> Option<RegistryMatch> {
-        if let Some(i) = self.entry_match(image) {
+        // `registry/repository`, read by prefix entries and repository regexes: made once
+        // for both, and only when either is set.
+        let name = match self.entries.is_empty() && self.repository_regexes.is_empty() {
+            true => String::new(),
+            false => image.name(),
+        };
+        if let Some(i) = self.named_entry_match(image, &name) {
             return Some(RegistryMatch::Entry(i));
         }
         if let Some(i) = self
@@ -249,10 +255,6 @@ impl RegistryList {
         {
             return Some(RegistryMatch::HostRegex(i));
         }
-        if self.repository_regexes.is_empty() {
-            return None;
-        }
-        let name = image.name();
         self.repository_regexes
             .iter()
             .position(|r| r.is_match(&name))
@@ -264,9 +266,16 @@ impl RegistryList {
         if self.entries.is_empty() {
             return None;
         }
+        self.named_entry_match(image, &image.name())
+    }
+
+    /// [`RegistryList::entry_match`] for `image` whose name (`registry/repository`) is `name`.
+    fn named_entry_match(&self, image: &ImageRef, name: &str) -> Option<usize> {
+        if self.entries.is_empty() {
+            return None;
+        }
         let mut best = self.entries.position(&image.registry);
-        let name = image.name();
-        for prefix in prefixes(&name, &image.registry) {
+        for prefix in prefixes(name, &image.registry) {
             if let Some(i) = self.entries.position(prefix) {
                 best = Some(best.map_or(i, |b: usize| b.min(i)));
             }
