@@ -3,6 +3,7 @@
 //! `onLookupError` policy.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -202,16 +203,22 @@ fn json_type(v: &Value) -> &'static str {
 /// (`docs/semantics.md#lookups`): a field a rule reads that has the wrong JSON shape is a
 /// failed lookup naming the object and the field (500, or the warning of
 /// `onLookupError: accept`), never an absent value. Absent and `null` fields are absent.
+///
+/// Cloning a `Found` shares the object: a rule may keep the answer for each of many fields
+/// naming the same object without copying it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Found {
-    object: Value,
-    what: String,
+    object: Arc<Value>,
+    what: Arc<str>,
 }
 
 impl Found {
     /// The answer `object` to the lookup `what` ([`GetRequest::describe`]).
     pub fn new(object: Value, what: String) -> Self {
-        Found { object, what }
+        Found {
+            object: Arc::new(object),
+            what: what.into(),
+        }
     }
 
     /// Reads the object through `read`, given the object's root; a malformed field
@@ -237,7 +244,7 @@ impl Found {
     fn unexpected(&self, error: PolicyError) -> PolicyError {
         match error {
             PolicyError::Malformed { path, problem } => PolicyError::Lookup {
-                what: self.what.clone(),
+                what: self.what.to_string(),
                 reason: format!("unexpected answer: {path}: {problem}"),
             },
             other => other,
@@ -297,7 +304,32 @@ pub enum OnLookupError {
 /// [`PolicyError::Lookup`].
 pub struct Lookups<'c> {
     cluster: &'c mut dyn Cluster,
-    gets: BTreeMap<(String, String, Option<String>, String), Option<Found>>,
+    /// Answers by [`get_key`].
+    gets: BTreeMap<String, Option<Found>>,
+    /// The key of the lookup being made, written into one buffer for every call.
+    key: String,
+}
+
+/// Writes the cache key of `request` into `key`: each part with its length before it, so
+/// that no two lookups share a key whatever their names hold.
+fn get_key(key: &mut String, request: &GetRequest) {
+    key.clear();
+    let parts = [
+        Some(request.api_version.as_str()),
+        Some(request.kind.as_str()),
+        request.namespace.as_deref(),
+        Some(request.name.as_str()),
+    ];
+    for part in parts {
+        match part {
+            Some(part) => {
+                policy_decode::path::push_decimal(key, part.len());
+                key.push(':');
+                key.push_str(part);
+            }
+            None => key.push('-'),
+        }
+    }
 }
 
 impl<'c> Lookups<'c> {
@@ -306,19 +338,15 @@ impl<'c> Lookups<'c> {
         Lookups {
             cluster,
             gets: BTreeMap::new(),
+            key: String::new(),
         }
     }
 
     /// Fetches one object (once per request); `Ok(None)` when it does not exist. Its fields
     /// are read through [`Found`]'s strict accessors.
     pub fn get(&mut self, request: &GetRequest) -> Result<Option<&Found>, PolicyError> {
-        let key = (
-            request.api_version.clone(),
-            request.kind.clone(),
-            request.namespace.clone(),
-            request.name.clone(),
-        );
-        if !self.gets.contains_key(&key) {
+        get_key(&mut self.key, request);
+        if !self.gets.contains_key(self.key.as_str()) {
             let failed = |e: LookupFailure| PolicyError::Lookup {
                 what: request.describe(),
                 reason: e.0,
@@ -328,9 +356,9 @@ impl<'c> Lookups<'c> {
                 check_object(request, object).map_err(failed)?;
             }
             let found = found.map(|object| Found::new(object, request.describe()));
-            self.gets.insert(key.clone(), found);
+            self.gets.insert(self.key.clone(), found);
         }
-        Ok(self.gets.get(&key).and_then(Option::as_ref))
+        Ok(self.gets.get(self.key.as_str()).and_then(Option::as_ref))
     }
 
     /// Fetches one object and reads it with `read` (`None` when it does not exist): a failed

@@ -2,7 +2,7 @@
 //! [`pod`], [`workload`], [`metadata`]), the gate in front of a policy's rules ([`gate`]),
 //! cluster lookups ([`cluster`]), the verdict builder and minimal mutations ([`verdict`],
 //! [`mutation`]), audit reports ([`audit`]), and the policy contract with its wasm entry
-//! points ([`policy`], [`guest`], [`export_policy!`]). Built on `policy-decode` and
+//! points ([`policy`], [`guest`], [`export_policy!`], [`teardown`]). Built on `policy-decode` and
 //! `kube-values` (`docs/semantics.md#layers`).
 //!
 //! Data flows one way: the admission request is read into typed views, rules record
@@ -23,6 +23,7 @@ pub mod pod;
 pub mod policy;
 pub mod request;
 mod robustness;
+pub mod teardown;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod verdict;

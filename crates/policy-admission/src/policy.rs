@@ -110,8 +110,15 @@ fn judge_decoded<P: Policy>(
     })
     .map_err(invalid_settings)?;
     match settings {
-        None => Ok(Verdict::accept().into_response(Mode::Enforce)),
-        Some(settings) => judge::<P>(request, &settings, cluster),
+        None => {
+            crate::teardown::release(request);
+            Ok(Verdict::accept().into_response(Mode::Enforce))
+        }
+        Some(settings) => {
+            let response = judge::<P>(request, &settings, cluster);
+            crate::teardown::release(settings);
+            response
+        }
     }
 }
 
@@ -122,11 +129,14 @@ fn judge_checked<P: Policy>(
 ) -> Result<ValidationResponse, PolicyError> {
     let p = ValidatePayload::decode(payload)?;
     if !P::OPERATIONS.contains(&p.request.operation) {
+        crate::teardown::release(p);
         return Ok(Verdict::accept().into_response(Mode::Enforce));
     }
     let settings = policy_decode::settings::reread(|| P::Settings::parse(p.settings()))
         .map_err(invalid_settings)?;
-    judge::<P>(p.request, &settings, cluster)
+    let response = judge::<P>(p.request, &settings, cluster);
+    crate::teardown::release(settings);
+    response
 }
 
 fn invalid_settings(e: SettingsError) -> PolicyError {
@@ -142,6 +152,7 @@ fn judge<P: Policy>(
     request.object_namespace()?;
     let mut lookups = Lookups::new(cluster);
     let verdict = P::validate(&request, settings, &mut lookups)?;
+    crate::teardown::release(lookups);
     // An audit judges `mode: warn` as enforce and reports mutations (docs/semantics.md#audit).
     if request.is_audit() {
         let object = std::mem::take(&mut request.object);
@@ -154,6 +165,7 @@ fn judge<P: Policy>(
             _ => None,
         };
         let response = verdict.into_response_for(Mode::Enforce, object)?;
+        crate::teardown::release(request);
         return Ok(match original {
             Some(original) => crate::audit::report(P::NAME, &original, response),
             None => ValidationResponse {
@@ -164,7 +176,9 @@ fn judge<P: Policy>(
     }
     // Edits are applied to the request's own object, which is no longer needed.
     let object = std::mem::take(&mut request.object);
-    verdict.into_response_for(P::mode(settings), object)
+    let response = verdict.into_response_for(P::mode(settings), object);
+    crate::teardown::release(request);
+    response
 }
 
 /// The rejection for a kind the policy does not handle (`docs/semantics.md#request-handling`).
@@ -201,7 +215,11 @@ macro_rules! export_policy {
             });
             $crate::guest::register_function("validate", |payload: &[u8]| {
                 let mut host = $crate::guest::HostCluster::<$policy>::default();
-                $crate::policy::to_wire(&$crate::policy::evaluate::<$policy>(payload, &mut host))
+                let response = $crate::policy::evaluate::<$policy>(payload, &mut host);
+                let wire = $crate::policy::to_wire(&response);
+                $crate::teardown::release(response);
+                $crate::teardown::evaluation_done();
+                wire
             });
         }
     };

@@ -212,6 +212,8 @@ impl Verdict {
                 }
             }
             self.mutated = Some(object);
+        } else {
+            crate::teardown::release(object);
         }
         Ok(self.into_response(mode))
     }

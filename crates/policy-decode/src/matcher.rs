@@ -44,6 +44,9 @@ pub struct FullMatch {
     /// The pattern as a literal, or a literal followed by `.*`, when it is one: matched
     /// without compiling anything.
     simple: Option<Simple>,
+    /// The pattern as `.*` followed by a literal (and perhaps `.*` again), when it is one:
+    /// matched without compiling anything, though not indexed as [`Simple`] patterns are.
+    after_any: Option<AfterAny>,
     /// Boxed: most patterns of a long list are never compiled, and the list stays small.
     compiled: OnceCell<Option<Box<Compiled>>>,
 }
@@ -140,6 +143,36 @@ impl Simple {
     }
 }
 
+/// A pattern `.*text` (a value ending in the text) or `.*text.*` (a value holding it),
+/// where `text` is a literal as [`Simple`] reads it: `.` matches any character but a line
+/// feed, which the text (ASCII letters, digits and punctuation) cannot hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct AfterAny {
+    /// The text, escapes removed.
+    text: String,
+    /// Whether `.*` follows the text too.
+    anywhere: bool,
+}
+
+impl AfterAny {
+    fn parse(pattern: &str) -> Option<AfterAny> {
+        let rest = pattern.strip_prefix(".*")?;
+        let simple = Simple::parse(rest)?;
+        Some(AfterAny {
+            text: simple.text(rest).into_owned(),
+            anywhere: simple.prefix,
+        })
+    }
+
+    fn is_match(&self, s: &str) -> bool {
+        if self.anywhere {
+            return !s.contains('\n') && s.contains(self.text.as_str());
+        }
+        s.strip_suffix(self.text.as_str())
+            .is_some_and(|head| !head.contains('\n'))
+    }
+}
+
 /// Whether `b` stands for itself in a pattern: letters, digits and `-_/:=@,%!<>;'"`.
 fn is_literal(b: u8) -> bool {
     LITERAL.get(usize::from(b)).is_some_and(|&literal| literal)
@@ -230,8 +263,13 @@ impl FullMatch {
             let engine = compile_lite(&pattern).unwrap_or(Compiled::Full(regex));
             let _ = compiled.set(Some(Box::new(engine)));
         }
+        let simple = Simple::parse(&pattern);
         Ok(FullMatch {
-            simple: Simple::parse(&pattern),
+            after_any: simple
+                .is_none()
+                .then(|| AfterAny::parse(&pattern))
+                .flatten(),
+            simple,
             pattern,
             compiled,
         })
@@ -263,6 +301,9 @@ impl FullMatch {
     fn matches(&self, s: &str, invalid: bool) -> bool {
         if let Some(matched) = self.simple_match(s) {
             return matched;
+        }
+        if let Some(after_any) = &self.after_any {
+            return after_any.is_match(s);
         }
         self.compiled
             .get_or_init(|| compile(&self.pattern).map(Box::new))
@@ -974,6 +1015,23 @@ mod tests {
             prop_assert_eq!(r.is_match(&t), s == t);
             let with_suffix = format!("{s}{t}");
             prop_assert_eq!(r.is_match(&with_suffix), t.is_empty());
+        }
+
+        #[test]
+        fn patterns_after_dot_star_match_as_the_regex_does(
+            text in "[a-z.\\-/]{0,4}",
+            anywhere: bool,
+            s in "[a-z.\\-/\n]{0,8}",
+        ) {
+            let pattern = format!(".*{}{}", regex::escape(&text), if anywhere { ".*" } else { "" });
+            let fast = FullMatch::new(pattern.as_str()).unwrap();
+            prop_assert!(
+                fast.after_any.is_some() || fast.simple.is_some(),
+                "{} is read without a regex", pattern
+            );
+            let regex = compile_full(&pattern).unwrap();
+            prop_assert_eq!(fast.is_match(&s), regex.is_match(&s), "{} on {:?}", pattern, s);
+            prop_assert_eq!(fast.denies(&s), regex.is_match(&s));
         }
 
         #[test]

@@ -82,8 +82,8 @@ impl FieldPath {
     }
 }
 
-/// Appends `n` in decimal digits.
-fn push_decimal(out: &mut String, n: usize) {
+/// Appends `n` in decimal digits, without the formatting machinery.
+pub fn push_decimal(out: &mut String, n: usize) {
     if n >= 10 {
         push_decimal(out, n / 10);
     }

@@ -4,11 +4,13 @@
 //!
 //! * [`runtime`]: the engine, the compiled module, instances;
 //! * [`dispatch`]: host callbacks;
+//! * [`patch`]: the JSON Patch from the request's object to the mutated one;
 //! * [`response`]: the response rules — where the host must choose, it follows
 //!   policy-evaluator and policy-server (a mutation of a null object, a patch from a policy
 //!   whose binding does not mutate); see that module.
 
 pub mod dispatch;
+pub mod patch;
 pub mod response;
 pub mod runtime;
 

@@ -174,7 +174,7 @@ fn respond(
         let message = NULL_OBJECT_MUTATION.to_owned();
         return Ok((rejected_without_code(uid, message), None));
     };
-    let ops = json_patch::diff(&canonical_cow(object), mutated);
+    let ops = super::patch::diff(&canonical_cow(object), mutated);
     if ops.0.is_empty() {
         return Ok((response_of(uid, guest), None));
     }
