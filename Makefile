@@ -60,9 +60,9 @@ SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,namespace-create-solar-d
 .PHONY: run run-build test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local install-e2e install-footprint deploy fuzz clean
 
 # make run builds only what it runs: the wasm modules it evaluates (RUN_POLICIES, profile
-# `run-wasm`: the shipped code at opt-level "s", same verdicts, half the build time of
-# release's opt-level 3) and the two host
-# binaries in the `quick` profile, in two cargo processes side by side. The host build has the
+# `run-wasm`: the shipped code at opt-level "z", same verdicts, about half the build time of
+# release's opt-level 3) and the two host binaries in the `quick` profile, in two cargo
+# processes side by side. The host build has the
 # longer serial chain (wasmtime's), so the wasm build runs at a lower CPU priority and fills
 # the idle core. make test builds its own host programs in the `host` profile (target testdrive).
 run: setup run-build
