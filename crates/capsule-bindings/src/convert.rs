@@ -108,6 +108,12 @@ pub fn convert_from(
     Ok(conversion)
 }
 
+/// The policy of the ownership binding [`convert`] writes when [`Options::ownership`] is set
+/// and a converted Tenant has owners.
+pub fn ownership_policy() -> Option<&'static Policy> {
+    Policy::find("namespace-organization")
+}
+
 /// The ownership binding of every converted Tenant's owners, checked by its policy.
 fn ownership(
     owners: Vec<Value>,
@@ -116,7 +122,7 @@ fn ownership(
     hosts: &mut Hosts,
     conversion: &mut Conversion,
 ) -> Result<()> {
-    let Some(policy) = Policy::find("namespace-organization") else {
+    let Some(policy) = ownership_policy() else {
         return Ok(());
     };
     let tenants: Vec<&str> = owners

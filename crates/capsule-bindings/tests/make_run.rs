@@ -12,7 +12,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use capsule_bindings::{Options, Policy, parse_tenants, translate};
+use capsule_bindings::convert::ownership_policy;
+use capsule_bindings::{Options, parse_tenants, translate};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -72,12 +73,7 @@ fn solar_policies() -> BTreeSet<String> {
         assert!(translation.errors.is_empty(), "{:?}", translation.errors);
         policies.extend(translation.planned.iter().map(|p| p.policy.name.to_owned()));
         if options.ownership && translation.owners.is_some() {
-            policies.insert(
-                Policy::find("namespace-organization")
-                    .unwrap()
-                    .name
-                    .to_owned(),
-            );
+            policies.insert(ownership_policy().unwrap().name.to_owned());
         }
     }
     policies
