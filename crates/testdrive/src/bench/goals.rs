@@ -57,6 +57,8 @@ pub struct RunResult {
     pub floor: Measurement,
     /// Kubewarden's equivalents, by module.
     pub theirs: Vec<(String, Measurement)>,
+    /// The no-op guest on the same request (bench/noop.rs), measured beside Kubewarden's.
+    pub noop: Option<Measurement>,
 }
 
 /// A goal and whether each run met it.
@@ -104,9 +106,15 @@ impl Goals {
                 .collect();
             let module = ratios.first().map(|(m, _)| m.clone()).unwrap_or_default();
             let shown: Vec<String> = ratios.iter().map(|(_, x)| format!("{x:.2}×")).collect();
+            let ceiling = noop_ratios(runs, k);
+            let ceiling = if ceiling.is_empty() {
+                String::new()
+            } else {
+                format!("; a no-op guest: {}", ceiling.join(" / "))
+            };
             self.goals.push(Goal {
                 text: format!(
-                    "{name}: {} {module} (goal ≥ {TIMES_KUBEWARDEN}×)",
+                    "{name}: {} {module} (goal ≥ {TIMES_KUBEWARDEN}×{ceiling})",
                     shown.join(" / ")
                 ),
                 met: ratios.iter().map(|(_, x)| *x >= TIMES_KUBEWARDEN).collect(),
@@ -157,8 +165,21 @@ impl Goals {
     }
 }
 
+/// The no-op guest's ratio to the `k`th Kubewarden equivalent in each run that measured it
+/// (`1.42×`): the most any policy reaches against that module.
+pub fn noop_ratios(runs: &[RunResult], k: usize) -> Vec<String> {
+    runs.iter()
+        .filter_map(|r| {
+            Some(format!(
+                "{:.2}×",
+                ratio(r.noop.as_ref()?, &r.theirs.get(k)?.1)
+            ))
+        })
+        .collect()
+}
+
 /// ours ÷ theirs in requests per second.
-fn ratio(ours: &Measurement, theirs: &Measurement) -> f64 {
+pub fn ratio(ours: &Measurement, theirs: &Measurement) -> f64 {
     ours.throughput.requests_per_second / theirs.throughput.requests_per_second
 }
 
@@ -231,19 +252,25 @@ mod tests {
                 ours: m(930.0, Some(0.2)),
                 floor: m(1000.0, Some(0.18)),
                 theirs: vec![("kw".into(), m(800.0, None))],
+                noop: Some(m(1040.0, None)),
             },
             RunResult {
                 ours: m(900.0, Some(0.2)),
                 floor: m(1000.0, Some(0.21)),
                 theirs: vec![("kw".into(), m(800.0, None))],
+                noop: Some(m(1000.0, None)),
             },
         ];
         goals.record("p › s", None, Cost::Judged, &runs);
         assert_eq!(goals.goals.len(), 2);
         assert_eq!(goals.goals[0].met, vec![true, false]);
         assert!(goals.goals[0].text.contains("93% / 90% of the floor"));
-        // 930/800 = 1.16, 900/800 = 1.125
+        // 930/800 = 1.16, 900/800 = 1.125; the no-op guest 1040/800, 1000/800
         assert_eq!(goals.goals[1].met, vec![true, true]);
+        assert_eq!(
+            goals.goals[1].text,
+            "p › s: 1.16× / 1.12× kw (goal ≥ 1.1×; a no-op guest: 1.30× / 1.25×)"
+        );
         assert_eq!(goals.floor_above.len(), 1);
         assert!(goals.floor_above[0].contains("floor 210 µs CPU/request > ours 200 µs"));
     }

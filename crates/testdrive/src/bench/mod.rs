@@ -56,6 +56,7 @@
 
 pub mod goals;
 pub mod load;
+pub mod noop;
 pub mod server;
 
 use std::path::Path;

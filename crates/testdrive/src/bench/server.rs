@@ -6,8 +6,10 @@
 //! ours; the **floor**, the same module, settings and payload with operation `CONNECT`, which
 //! every policy of the bundle accepts before reading its settings; and the Kubewarden
 //! policies the entry names under `kubewarden:` (module from the anchors directory), with the
-//! same request. Each is checked once (its verdict must be testdrive's; the floor's must be
-//! an accept), then loaded by `wrk` for the set duration.
+//! same request. Beside each Kubewarden pair, the **no-op guest** ([`super::noop`]) takes the
+//! same request: a policy that reads nothing, whose ratio to Kubewarden's is the most any
+//! policy can reach. Each is checked once (its verdict must be testdrive's; the floor's and
+//! the no-op guest's must be an accept), then loaded by `wrk` for the set duration.
 //!
 //! A scenario whose policy reads the cluster is answered by a [`FakeApi`] built from the
 //! exchanges testdrive records while judging it (its replay session or `cluster:` objects),
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::bench::goals::{Cost, Goals, RunResult};
+use crate::bench::goals::{Cost, Goals, RunResult, noop_ratios, ratio};
 use crate::bench::load::{Load, Measurement, WRK_SCRIPT, perf_available};
 use crate::bench::{BenchKind, BenchScenario, FLOOR_OPERATION, load_bench_file};
 use crate::cases::{compact, policy_metadata, policy_name, wasm_file_name};
@@ -80,6 +82,8 @@ struct Row {
     ours: Target,
     floor: Target,
     anchors: Vec<(String, Target)>,
+    /// The no-op guest on the same request, when there are Kubewarden equivalents.
+    noop: Option<Target>,
     /// What the cluster answers to its lookups.
     cluster: FakeApi,
     /// Its lookups and whether it mutates: the floor share it is held to.
@@ -95,6 +99,8 @@ pub fn run(dirs: &[PathBuf], options: &ServerBenchOptions) -> Result<bool> {
     std::fs::create_dir_all(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
     let work_dir =
         std::path::absolute(&options.work_dir).map_err(|e| Error::io(&options.work_dir, e))?;
+    let noop = work_dir.join(NOOP_FILE);
+    std::fs::write(&noop, super::noop::annotated_module()?).map_err(|e| Error::io(&noop, e))?;
     let mut anchors = AnchorHosts::default();
     let mut rows = Vec::new();
     for dir in dirs {
@@ -201,6 +207,7 @@ fn run_batch(
             [&r.ours, &r.floor]
                 .into_iter()
                 .chain(r.anchors.iter().map(|(_, t)| t))
+                .chain(&r.noop)
         })
         .map(|t| {
             let binding = Binding {
@@ -248,7 +255,7 @@ fn run_batch(
     Ok(failed)
 }
 
-/// One run of a row: ours, its floor, then each Kubewarden equivalent.
+/// One run of a row: ours, its floor, each Kubewarden equivalent, then the no-op guest.
 fn measure_row(row: &Row, load: &Load<'_>, pid: u32) -> Result<RunResult> {
     let ours = measure(&row.ours, load, pid)?;
     let floor = measure(&row.floor, load, pid)?;
@@ -257,10 +264,16 @@ fn measure_row(row: &Row, load: &Load<'_>, pid: u32) -> Result<RunResult> {
         .iter()
         .map(|(name, target)| Ok((name.clone(), measure(target, load, pid)?)))
         .collect::<Result<Vec<_>>>()?;
+    let noop = row
+        .noop
+        .as_ref()
+        .map(|target| measure(target, load, pid))
+        .transpose()?;
     Ok(RunResult {
         ours,
         floor,
         theirs,
+        noop,
     })
 }
 
@@ -468,6 +481,8 @@ fn scenario_row(
             Ok((a.module.clone(), target))
         })
         .collect::<Result<Vec<_>>>()?;
+    let noop = (!anchors.is_empty())
+        .then(|| noop_target(&id, work_dir, request, &ours_body, anchor_hosts));
     let settings = &scenario.settings;
     Ok(Some(Row {
         policy: binding.policy.clone(),
@@ -497,9 +512,34 @@ fn scenario_row(
             )
         },
         anchors,
+        noop,
         cluster,
         cost,
     }))
+}
+
+/// The no-op guest ([`super::noop`], written to the work directory by [`run`]) taking the
+/// request of row `id` from `body`.
+fn noop_target(
+    id: &str,
+    work_dir: &Path,
+    request: &Value,
+    body: &Path,
+    anchor_hosts: &mut AnchorHosts,
+) -> Target {
+    let module = work_dir.join(NOOP_FILE);
+    let no_settings = json!({});
+    Target {
+        id: format!("{id}-noop"),
+        peak_memory: anchor_hosts.peak_memory(&module, request, &no_settings),
+        module,
+        settings: no_settings,
+        mutating: false,
+        context_aware: Vec::new(),
+        host_capabilities: Vec::new(),
+        body: body.to_path_buf(),
+        expect_allowed: Some(true),
+    }
 }
 
 /// A running policy-server, stopped on drop.
@@ -633,6 +673,9 @@ fn measure(target: &Target, load: &Load<'_>, pid: u32) -> Result<Measurement> {
 /// The wrk script's file name (in the work directory).
 const WRK_SCRIPT_FILE: &str = "post.lua";
 
+/// The annotated no-op guest's file name (in the work directory).
+const NOOP_FILE: &str = "noop-guest.wasm";
+
 /// req/s of every run, `a / b`.
 fn rates(runs: &[Measurement]) -> String {
     runs.iter()
@@ -701,12 +744,7 @@ fn print_row(name: &str, row: &Row, runs: &[RunResult]) {
         let ratios: Vec<String> = runs
             .iter()
             .zip(&theirs)
-            .map(|(r, t)| {
-                format!(
-                    "{:.2}×",
-                    r.ours.throughput.requests_per_second / t.throughput.requests_per_second
-                )
-            })
+            .map(|(r, t)| format!("{:.2}×", ratio(&r.ours, t)))
             .collect();
         println!(
             "    Kubewarden {module}: {} req/s, ours ÷ theirs {}; per request: {}",
@@ -715,4 +753,26 @@ fn print_row(name: &str, row: &Row, runs: &[RunResult]) {
             costs(&theirs, target.peak_memory)
         );
     }
+    print_noop(row, runs);
+}
+
+/// The no-op guest's line of a row: its rates, its ratio to each Kubewarden equivalent (the
+/// most any policy reaches) and its costs.
+fn print_noop(row: &Row, runs: &[RunResult]) {
+    let Some(target) = &row.noop else {
+        return;
+    };
+    let noop: Vec<Measurement> = runs.iter().filter_map(|r| r.noop).collect();
+    let ceilings: Vec<String> = row
+        .anchors
+        .iter()
+        .enumerate()
+        .map(|(k, (module, _))| format!("{} {module}", noop_ratios(runs, k).join(" / ")))
+        .collect();
+    println!(
+        "    no-op guest (reads nothing): {} req/s, {}; per request: {}",
+        rates(&noop),
+        ceilings.join(", "),
+        costs(&noop, target.peak_memory)
+    );
 }
