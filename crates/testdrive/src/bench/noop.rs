@@ -1,8 +1,9 @@
 //! The no-op guest `testdrive bench-server` measures beside each Kubewarden pair: a waPC
-//! policy that receives every request and reads none of it (`noop.wat`). policy-server spends
-//! on it what it spends on any request apart from the guest's own work, so its throughput
-//! is the most any policy can reach there, and its ratio to Kubewarden's policy is the most
-//! any policy can be ahead of it (README "Performance in policy-server").
+//! policy that receives every request and its settings and reads neither (`noop.wat`).
+//! Handed our policy's settings, policy-server spends on it what it spends on any request
+//! with these settings apart from the guest's own work, so its throughput is the most a
+//! policy can reach there, and its ratio to Kubewarden's policy the most a policy can be
+//! ahead of it (README "Performance in policy-server").
 
 use policy_host::error::{Error, Result};
 use policy_host::metadata::{Metadata, annotate};

@@ -1,7 +1,8 @@
 ;; The no-op guest of `testdrive bench-server` (bench/noop.rs): a waPC policy that receives
 ;; each call's operation and payload into its memory, reads neither, and answers: `validate`
 ;; accepts, `validate_settings` finds the settings valid, `protocol_version` is v1. What
-;; policy-server spends on it is what it spends on any request apart from the policy's work.
+;; policy-server spends on it is what it spends on a request with these settings apart from
+;; the policy's work.
 (module
   (import "wapc" "__guest_request" (func $guest_request (param i32 i32)))
   (import "wapc" "__guest_response" (func $guest_response (param i32 i32)))

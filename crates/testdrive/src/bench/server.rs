@@ -7,8 +7,8 @@
 //! every policy of the bundle accepts before reading its settings; and the Kubewarden
 //! policies the entry names under `kubewarden:` (module from the anchors directory), with the
 //! same request. Beside each Kubewarden pair, the **no-op guest** ([`super::noop`]) takes the
-//! same request: a policy that reads nothing, whose ratio to Kubewarden's is the most any
-//! policy can reach. Each is checked once (its verdict must be testdrive's; the floor's and
+//! same request and our settings: a policy that reads neither, whose ratio to Kubewarden's is
+//! the most any policy with these settings can reach. Each is checked once (its verdict must be testdrive's; the floor's and
 //! the no-op guest's must be an accept), then loaded by `wrk` for the set duration.
 //!
 //! A scenario whose policy reads the cluster is answered by a [`FakeApi`] built from the
@@ -82,7 +82,8 @@ struct Row {
     ours: Target,
     floor: Target,
     anchors: Vec<(String, Target)>,
-    /// The no-op guest on the same request, when there are Kubewarden equivalents.
+    /// The no-op guest on the same request and settings, when there are Kubewarden
+    /// equivalents.
     noop: Option<Target>,
     /// What the cluster answers to its lookups.
     cluster: FakeApi,
@@ -481,9 +482,9 @@ fn scenario_row(
             Ok((a.module.clone(), target))
         })
         .collect::<Result<Vec<_>>>()?;
-    let noop = (!anchors.is_empty())
-        .then(|| noop_target(&id, work_dir, request, &ours_body, anchor_hosts));
     let settings = &scenario.settings;
+    let noop = (!anchors.is_empty())
+        .then(|| noop_target(&id, work_dir, request, settings, &ours_body, anchor_hosts));
     Ok(Some(Row {
         policy: binding.policy.clone(),
         scenario: bench.name.clone(),
@@ -519,21 +520,22 @@ fn scenario_row(
 }
 
 /// The no-op guest ([`super::noop`], written to the work directory by [`run`]) taking the
-/// request of row `id` from `body`.
+/// request of row `id` from `body`, handed our policy's `settings`: policy-server's cost of
+/// handing them over is part of what no policy with these settings can avoid.
 fn noop_target(
     id: &str,
     work_dir: &Path,
     request: &Value,
+    settings: &Value,
     body: &Path,
     anchor_hosts: &mut AnchorHosts,
 ) -> Target {
     let module = work_dir.join(NOOP_FILE);
-    let no_settings = json!({});
     Target {
         id: format!("{id}-noop"),
-        peak_memory: anchor_hosts.peak_memory(&module, request, &no_settings),
+        peak_memory: anchor_hosts.peak_memory(&module, request, settings),
         module,
-        settings: no_settings,
+        settings: settings.clone(),
         mutating: false,
         context_aware: Vec::new(),
         host_capabilities: Vec::new(),
