@@ -2,7 +2,7 @@
 #
 #   make run    build what is needed, evaluate the seed example through testdrive, then convert the
 #               seed's Capsule solar Tenant and show Alice's requests through its bindings
-#   make test   fmt, clippy, unit tests, all wasm built, every declarative case through the wasm,
+#   make test   fmt, clippy, all wasm built, unit tests, every declarative case through the wasm,
 #               then through the real kwctl (make e2e) when kwctl is found
 #   make e2e    every declarative case through the real kwctl ($(KWCTL), else kwctl on PATH), and
 #               every audit file through the real policy-server's /audit/<id>
@@ -83,7 +83,9 @@ run: setup run-build
 	$(RUN_CAPSULE_BINDINGS) try $(TARGET_DIR)/solar-bindings.yaml --cluster $(CAPSULE_DATA)/solar-cluster.yaml \
 	  --wasm-dir $(RUN_WASM_DIR) --request-path $(SOLAR_REQUESTS)
 
-test: setup fmt-check lint unit policies testdrive check e2e-if-kwctl
+# policies before unit: the tests of what a built module costs (crates/testdrive/tests/
+# instance_memory.rs, instance_faults.rs) load it, and skip when it is missing
+test: setup fmt-check lint policies unit testdrive check e2e-if-kwctl
 
 run-build:
 	@nice -n 19 $(CARGO) build --profile run-wasm --target $(WASM_TARGET) $(foreach p,$(RUN_POLICIES),-p $(p)) & wasm=$$!; \

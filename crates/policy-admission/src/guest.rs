@@ -1,8 +1,11 @@
 //! The wasm side of a policy: the Kubewarden host's cluster callbacks, limited to the calls
-//! a policy declares, and the waPC registration [`export_policy!`](crate::export_policy) uses.
+//! a policy declares, the waPC registration [`export_policy!`](crate::export_policy) uses,
+//! and the pages a fresh instance writes before anything reads them ([`touch_first`]).
 
 pub use kubewarden_policy_sdk::protocol_version_guest;
 pub use wapc_guest::register_function;
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 
@@ -101,4 +104,32 @@ impl<P> Cluster for HostCluster<P> {
             request.describe()
         )))
     }
+}
+
+/// A static with a non-zero initial value: the linker places it in the module's `.data`,
+/// beside the statics the guest runtime sets up on its first call (wapc-guest's function
+/// registry), which it reads before it writes them.
+static WRITABLE_DATA: AtomicU32 = AtomicU32::new(1);
+
+/// The bytes below the stack's top that [`touch_first`] writes: into the second 4 KiB page,
+/// which decoding any request reaches (its nested frames take more than one page).
+pub const STACK_TOUCHED: usize = 6 * 1024;
+
+/// Writes the pages of linear memory that every evaluation of a fresh instance uses, before
+/// anything reads them (`docs/semantics.md#cost`): the top [`STACK_TOUCHED`] bytes of the
+/// stack and the page of `.data`. A page read first is mapped read-only (the zero page, or
+/// the module's data image) and faults again when written; written first, it faults once.
+/// Called first by the `wapc_init` of [`export_policy!`](crate::export_policy).
+#[inline(never)]
+pub fn touch_first() {
+    std::hint::black_box(&WRITABLE_DATA).store(2, Ordering::Relaxed);
+    touch_stack();
+}
+
+/// Writes the top [`STACK_TOUCHED`] bytes of the stack: this frame's array lies just below
+/// its caller's, which the host calls with the stack empty.
+#[inline(never)]
+fn touch_stack() {
+    let mut top = [0u8; STACK_TOUCHED];
+    std::hint::black_box(&mut top);
 }

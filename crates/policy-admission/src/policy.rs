@@ -206,6 +206,7 @@ macro_rules! export_policy {
         #[cfg(target_arch = "wasm32")]
         #[unsafe(no_mangle)]
         pub extern "C" fn wapc_init() {
+            $crate::guest::touch_first();
             $crate::guest::register_function(
                 "protocol_version",
                 $crate::guest::protocol_version_guest,

@@ -44,17 +44,17 @@ mod tests {
     #[test]
     fn it_accepts_any_request_without_changing_it() {
         let host = host();
-        let refused_by_any_policy = json!({
+        // a privileged Pod, which pod-security-policy refuses under the baseline and
+        // restricted presets
+        let privileged_pod = json!({
             "uid": "u", "operation": "CREATE",
             "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "object": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x", "securityContext": {"privileged": true}}]}}
+            "object": {"metadata": {"name": "p"}, "spec": {"containers": [
+                {"name": "c", "image": "x", "securityContext": {"privileged": true}}
+            ]}}
         });
         let eval = host
-            .validate(
-                &refused_by_any_policy,
-                &json!({}),
-                shared(NoCluster::default()),
-            )
+            .validate(&privileged_pod, &json!({}), shared(NoCluster::default()))
             .unwrap();
         assert!(eval.response.allowed);
         assert_eq!(eval.patch, None);

@@ -8,8 +8,9 @@
 //! policies the entry names under `kubewarden:` (module from the anchors directory), with the
 //! same request. Beside each Kubewarden pair, the **no-op guest** ([`super::noop`]) takes the
 //! same request and our settings: a policy that reads neither, whose ratio to Kubewarden's is
-//! the most any policy with these settings can reach. Each is checked once (its verdict must be testdrive's; the floor's and
-//! the no-op guest's must be an accept), then loaded by `wrk` for the set duration.
+//! the most any policy with these settings can reach. Each is checked once (its verdict must
+//! be testdrive's; the floor's and the no-op guest's must be an accept), then loaded by `wrk`
+//! for the set duration.
 //!
 //! A scenario whose policy reads the cluster is answered by a [`FakeApi`] built from the
 //! exchanges testdrive records while judging it (its replay session or `cluster:` objects),
