@@ -11,13 +11,12 @@
     clippy::panic
 )]
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::path::PathBuf;
+
+use common::root;
 use testdrive::install::{InstallOptions, InstallReport, Sabotage, run};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// policy-server, the annotated module and the wasm, when all are there.
 fn prerequisites() -> Option<PathBuf> {

@@ -13,7 +13,7 @@
     clippy::panic
 )]
 
-use std::path::Path;
+mod common;
 
 use policy_host::{Host, NoCluster, shared};
 use serde_json::{Value, json};
@@ -58,16 +58,13 @@ fn a_small_request_faults_each_page_of_the_module_once() {
         eprintln!("skipped: no /proc/self/stat");
         return;
     }
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/wasm32-wasip1/release/priority_class_policy.wasm");
-    let Ok(ours) = std::fs::read(&path) else {
-        eprintln!("skipped: {} is missing (make policies)", path.display());
+    let Some(path) = common::built_module("priority-class-policy") else {
         return;
     };
+    let ours = std::fs::read(path).unwrap();
     let request: Value = serde_json::from_str(
         &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../test_data/priority-class-policy/requests/pod-gold.json"),
+            common::root().join("test_data/priority-class-policy/requests/pod-gold.json"),
         )
         .unwrap(),
     )

@@ -11,7 +11,9 @@
     clippy::panic
 )]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 
 use policy_host::{Host, NoCluster, SharedCallbacks, shared};
 use serde_json::{Value, json};
@@ -20,14 +22,7 @@ const INITIAL_MEMORY: usize = 2 * 1024 * 1024;
 const PAGE: usize = 64 * 1024;
 
 fn module() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/wasm32-wasip1/release/priority_class_policy.wasm");
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} is missing (make policies)", path.display());
-        None
-    }
+    common::built_module("priority-class-policy")
 }
 
 fn pod(containers: usize) -> Value {

@@ -12,9 +12,12 @@
     clippy::panic
 )]
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use common::{root, wasm};
 use policy_host::{ClusterObjects, Host, Metadata, Recorder, SharedCallbacks, shared};
 use serde_json::{Value, json};
 use testdrive::install::{Deployment, install_server};
@@ -28,16 +31,6 @@ const MEMBERS: [&str; 3] = [
     "pod-restriction-policy",
     "pod-toleration-policy",
 ];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn wasm(policy: &str) -> PathBuf {
-    root()
-        .join("target/wasm32-wasip1/release")
-        .join(format!("{}.wasm", policy.replace('-', "_")))
-}
 
 fn prerequisites() -> Option<PathBuf> {
     let server = std::env::var_os("POLICY_SERVER")

@@ -11,14 +11,13 @@
     clippy::panic
 )]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::root;
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn workflow(name: &str) -> Value {
     let path = root().join(".github/workflows").join(name);
