@@ -26,7 +26,7 @@ fn prerequisites() -> Option<PathBuf> {
     let needed = [
         server.clone(),
         root().join("target/annotated/priority-class-policy.wasm"),
-        root().join("target/wasm32-wasip1/release/priority_class_policy.wasm"),
+        common::wasm("priority-class-policy"),
     ];
     match needed.iter().find(|p| !p.is_file()) {
         Some(missing) => {

@@ -263,18 +263,36 @@ fn push_reads_the_immutable_ref_from_kwctl_json_and_nothing_else() {
     assert!(text(&out.stderr).contains("not r.example/p/x-policy@sha256:<digest>"));
 }
 
-fn tempdir(name: &str) -> PathBuf {
+/// A test's scratch directory under the system's temporary directory, removed when the
+/// test ends, whether it passed or not.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("release-workflow-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("tempdir");
-    dir
+    Scratch(dir)
 }
 
 /// A fake kwctl release: the zip (a script printing its version, and a bundle) under a
 /// `github.com/<repo>/releases/download/<version>/` tree, GitHub's release record of its
 /// digest, a pin file and a cosign that logs its arguments and answers `cosign_ok`.
 struct FakeRelease {
-    dir: PathBuf,
+    dir: Scratch,
     digest: String,
 }
 

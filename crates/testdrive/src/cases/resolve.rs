@@ -297,6 +297,7 @@ cases:
         assert_eq!(settings(3), json!({"a": 1, "b": 2}));
         let err = cases[4].scenario.as_ref().unwrap_err();
         assert!(err.starts_with("`settingsPatch`:"), "{err}");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
