@@ -151,8 +151,8 @@ impl FromStr for ImageRef {
 /// assert!(!fully_qualified("nginx"));
 /// ```
 pub fn fully_qualified(raw: &str) -> bool {
-    let name = raw.split_once('@').map_or(raw, |(n, _)| n);
-    match name.split_once('/') {
+    let name = split_once(raw, b'@').map_or(raw, |(n, _)| n);
+    match split_once(name, b'/') {
         Some((first, _)) => names_registry(first),
         None => false,
     }
@@ -160,22 +160,22 @@ pub fn fully_qualified(raw: &str) -> bool {
 
 /// Whether the first component of a name is a registry host.
 fn names_registry(first: &str) -> bool {
-    first.contains(['.', ':']) || first == "localhost"
+    first.bytes().any(|b| b == b'.' || b == b':') || first == "localhost"
 }
 
 fn parse(raw: &str) -> Result<ImageRef, ImageErrorReason> {
     if raw.is_empty() {
         return Err(ImageErrorReason::Empty);
     }
-    let (rest, digest) = match raw.split_once('@') {
+    let (rest, digest) = match split_once(raw, b'@') {
         Some((rest, digest)) => {
             validate_digest(digest)?;
             (rest, Some(digest.to_owned()))
         }
         None => (raw, None),
     };
-    let last_slash = rest.rfind('/').map_or(0, |i| i + 1);
-    let (name, tag) = match rest[last_slash..].rfind(':') {
+    let last_slash = rfind(rest, b'/').map_or(0, |i| i + 1);
+    let (name, tag) = match rfind(&rest[last_slash..], b':') {
         Some(i) => {
             let colon = last_slash + i;
             let tag = &rest[colon + 1..];
@@ -187,12 +187,12 @@ fn parse(raw: &str) -> Result<ImageRef, ImageErrorReason> {
     if name.len() > NAME_TOTAL_LENGTH_MAX {
         return Err(ImageErrorReason::TooLong);
     }
-    let (registry, path) = match name.split_once('/') {
+    let (registry, path) = match split_once(name, b'/') {
         Some((first, path)) if names_registry(first) => (normalise_registry(first)?, path),
         _ => (DOCKER_HUB.to_owned(), name),
     };
     validate_path(path)?;
-    let repository = if registry == DOCKER_HUB && !path.contains('/') {
+    let repository = if registry == DOCKER_HUB && find(path, b'/').is_none() {
         format!("library/{path}")
     } else {
         path.to_owned()
@@ -205,9 +205,37 @@ fn parse(raw: &str) -> Result<ImageRef, ImageErrorReason> {
     })
 }
 
+/// The first index of the ASCII byte `sep` in `s`. References are short, and for them a plain
+/// loop is faster than `str::find`'s searcher, which is built for long haystacks.
+fn find(s: &str, sep: u8) -> Option<usize> {
+    s.bytes().position(|b| b == sep)
+}
+
+/// The last index of the ASCII byte `sep` in `s` (see [`find`]).
+fn rfind(s: &str, sep: u8) -> Option<usize> {
+    s.bytes().rposition(|b| b == sep)
+}
+
+/// `s` split around the first ASCII byte `sep` (see [`find`]).
+fn split_once(s: &str, sep: u8) -> Option<(&str, &str)> {
+    let i = find(s, sep)?;
+    Some((s.get(..i)?, s.get(i + 1..)?))
+}
+
+/// The pieces of `s` between the ASCII bytes `sep`, by a predicate, which tests each
+/// character in turn, rather than the searcher `str::split(char)` builds (see [`find`]).
+#[allow(
+    clippy::manual_pattern_char_comparison,
+    reason = "the predicate is the point: the char pattern builds the searcher"
+)]
+fn split(s: &str, sep: u8) -> impl Iterator<Item = &str> {
+    let sep = char::from(sep);
+    s.split(move |c: char| c == sep)
+}
+
 fn validate_digest(digest: &str) -> Result<(), ImageErrorReason> {
     let bad = || ImageErrorReason::BadDigest(digest.to_owned());
-    let (algorithm, hex) = digest.split_once(':').ok_or_else(bad)?;
+    let (algorithm, hex) = split_once(digest, b':').ok_or_else(bad)?;
     let len = match algorithm {
         "sha256" => 64,
         "sha384" => 96,
@@ -245,9 +273,9 @@ fn validate_tag(tag: &str) -> Result<(), ImageErrorReason> {
 fn normalise_registry(raw: &str) -> Result<String, ImageErrorReason> {
     let bad = || ImageErrorReason::BadRegistry(raw.to_owned());
     let (host, port) = if let Some(inner) = raw.strip_prefix('[') {
-        let (addr, after) = inner.split_once(']').ok_or_else(bad)?;
+        let (addr, after) = split_once(inner, b']').ok_or_else(bad)?;
         let ipv6_ok = !addr.is_empty()
-            && addr.contains(':')
+            && find(addr, b':').is_some()
             && addr.bytes().all(|b| b.is_ascii_hexdigit() || b == b':');
         if !ipv6_ok {
             return Err(bad());
@@ -258,12 +286,12 @@ fn normalise_registry(raw: &str) -> Result<String, ImageErrorReason> {
         };
         (&raw[..addr.len() + 2], port)
     } else {
-        match raw.split_once(':') {
+        match split_once(raw, b':') {
             Some((host, port)) => (host, Some(port)),
             None => (raw, None),
         }
     };
-    if !host.starts_with('[') && !host.split('.').all(valid_domain_component) {
+    if !host.starts_with('[') && !split(host, b'.').all(valid_domain_component) {
         return Err(bad());
     }
     if let Some(port) = port
@@ -292,7 +320,7 @@ fn valid_domain_component(c: &str) -> bool {
 }
 
 fn validate_path(path: &str) -> Result<(), ImageErrorReason> {
-    for component in path.split('/') {
+    for component in split(path, b'/') {
         if component.is_empty() {
             return Err(ImageErrorReason::EmptyComponent);
         }
@@ -580,6 +608,17 @@ mod tests {
             if x.registry.contains(['.', ':']) {
                 let parsed = ImageRef::parse(&shouted).unwrap();
                 prop_assert_eq!(parsed.registry, x.registry);
+            }
+        }
+
+        #[test]
+        fn byte_searches_agree_with_str_searches(s in "[a-z@/:\\].é]{0,12}") {
+            for sep in [b'@', b'/', b':', b']', b'.'] {
+                let c = char::from(sep);
+                prop_assert_eq!(find(&s, sep), s.find(c));
+                prop_assert_eq!(rfind(&s, sep), s.rfind(c));
+                prop_assert_eq!(split_once(&s, sep), s.split_once(c));
+                prop_assert_eq!(split(&s, sep).collect::<Vec<_>>(), s.split(c).collect::<Vec<_>>());
             }
         }
 

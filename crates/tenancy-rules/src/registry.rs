@@ -129,9 +129,11 @@ fn is_docker_alias(host: &str) -> bool {
 fn prefixes<'n>(name: &'n str, registry: &str) -> impl Iterator<Item = &'n str> + 'n {
     let repository_start = registry.len() + 1;
     let repository = name.get(repository_start..).unwrap_or_default();
+    // a byte loop: `match_indices` builds a searcher for long haystacks, slower on a name
     repository
-        .match_indices('/')
-        .map(|(i, _)| i)
+        .bytes()
+        .enumerate()
+        .filter_map(|(i, b)| (b == b'/').then_some(i))
         .chain(std::iter::once(repository.len()))
         .filter_map(move |end| name.get(..repository_start + end))
 }
