@@ -16,6 +16,8 @@
 #               annotated module pushed by .github/scripts/release.sh, pulled and run by the real
 #               policy-server, the Artifact Hub branch pushed concurrently, the README install commands
 #   make deploy write the install directory deploy/ (capsule-bindings install); a test checks it
+#   make ceiling-check the baseline tenant ceiling beside Kubernetes' own edit and admin (part of
+#               make test); make ceiling-table rewrites the README's table of it
 #   make fuzz   every policy's cargo-fuzz targets, FUZZ_SECONDS each (nightly; not in `make test`)
 
 SHELL := /bin/bash
@@ -57,7 +59,7 @@ SOLAR_REQUESTS := $(addprefix $(CAPSULE_DATA)/requests/,namespace-create-solar-d
   pvc-no-class.json service-node-port.json ingress-host-bank.json gateway-no-class.json \
   claim-gpu-secret.json pod-oil-dev.json)
 
-.PHONY: run run-build test setup fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local install-e2e install-footprint deploy fuzz clean
+.PHONY: run run-build test setup ceiling-check ceiling-table fmt fmt-check lint unit policies testdrive check annotate bench e2e e2e-if-kwctl bench-server publish-local install-e2e install-footprint deploy fuzz clean
 
 # make run builds only what it runs: the wasm modules it evaluates (RUN_POLICIES, profile
 # `run-wasm`: the shipped code at opt-level "z", same verdicts, about half the build time of
@@ -85,15 +87,23 @@ run: setup run-build
 
 # policies before unit: the tests of what a built module costs (crates/testdrive/tests/
 # instance_memory.rs, instance_faults.rs) load it, and skip when it is missing
-test: setup fmt-check lint policies unit testdrive check e2e-if-kwctl
+test: setup fmt-check lint policies unit testdrive check ceiling-check e2e-if-kwctl
 
 run-build:
 	@nice -n 19 $(CARGO) build --profile run-wasm --target $(WASM_TARGET) $(foreach p,$(RUN_POLICIES),-p $(p)) & wasm=$$!; \
 	  $(CARGO) build --profile quick -p testdrive -p capsule-bindings --bins; host=$$?; \
 	  wait $$wasm && exit $$host
 
+# The wasm target is checked by building for it (a target unpacked by
+# ../shared/rust/install-wasm-target.sh is not in rustup's list): rustup downloads it, else the
+# offline copy beside the workspace is installed.
+WASM_TARGET_FALLBACK ?= $(abspath ../shared/rust/install-wasm-target.sh)
 setup:
-	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
+	@echo 'fn main() {}' > $(TARGET_DIR)/wasm-target-probe.rs 2> /dev/null || { mkdir -p $(TARGET_DIR) && echo 'fn main() {}' > $(TARGET_DIR)/wasm-target-probe.rs; }
+	@rustc --target $(WASM_TARGET) --crate-type bin -o $(TARGET_DIR)/wasm-target-probe.wasm $(TARGET_DIR)/wasm-target-probe.rs 2> /dev/null || \
+	  rustup target add $(WASM_TARGET) || $(WASM_TARGET_FALLBACK)
+	@rustc --target $(WASM_TARGET) --crate-type bin -o $(TARGET_DIR)/wasm-target-probe.wasm $(TARGET_DIR)/wasm-target-probe.rs || \
+	  { echo "no $(WASM_TARGET) target: rustup target add $(WASM_TARGET) failed, and so did $(WASM_TARGET_FALLBACK)"; exit 1; }
 	@rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 	@rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
 
@@ -136,6 +146,26 @@ testdrive:
 # changing a policy's metadata: a unit test regenerates deploy/ and fails on any drift.
 deploy: testdrive
 	$(CAPSULE_BINDINGS) install --output deploy
+
+# The tenant ceiling of deploy/'s tenancy-rbac binding beside Kubernetes' own aggregated
+# `edit` and `admin` (README "The tenant ceiling"): the bootstrap ClusterRoles of the module
+# k8s.io/kubernetes (downloaded by the Go module proxy into Go's module cache, never copied
+# here), aggregated as Kubernetes aggregates them. Fails when the ceiling grants what `admin`
+# does not, differs from `edit` without a reason, or the README's table is stale; its line
+# "ceiling: N permissions, none beyond admin of k8s.io/kubernetes vX ...". Without Go it says
+# it was skipped (CI fails then). make ceiling-table rewrites the README's table.
+KUBERNETES_VERSION := v1.36.1
+KUBERNETES_ROLES = $$(cd $(TARGET_DIR) && go mod download -json k8s.io/kubernetes@$(KUBERNETES_VERSION) \
+  | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')/plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml
+ceiling-check: testdrive
+	@if ! command -v go > /dev/null; then \
+	  echo "ceiling-check skipped: no go, which downloads Kubernetes' roles (k8s.io/kubernetes@$(KUBERNETES_VERSION))"; exit 0; fi; \
+	roles=$(KUBERNETES_ROLES); test -f "$$roles" || { echo "ceiling-check: no $$roles"; exit 1; }; \
+	$(CAPSULE_BINDINGS) ceiling --roles "$$roles" --source "k8s.io/kubernetes $(KUBERNETES_VERSION)" --check README.md
+
+ceiling-table: testdrive
+	roles=$(KUBERNETES_ROLES); $(CAPSULE_BINDINGS) ceiling --roles "$$roles" \
+	  --source "k8s.io/kubernetes $(KUBERNETES_VERSION)" --write README.md
 
 # Kubewarden's CRDs (OpenAPI schemas every manifest is validated against): beside $(KWCTL)
 # in ../shared/kubewarden, else none (testdrive manifests then says the schemas were not applied).

@@ -1,23 +1,25 @@
 //! The bundle's install directory (`deploy/`, `kubectl apply -k deploy/`): the dedicated
 //! PolicyServer, its ServiceAccount, the ClusterRole granting exactly the reads every policy's
-//! `contextAwareResources` names (and its binding), the cluster-wide baseline bindings, and
-//! the kustomization listing them (README "Installing").
+//! `contextAwareResources` names (and its binding), the cluster-wide baseline bindings, the
+//! ClusterRoles aggregating the Gateway API into `view`, `edit` and `admin`
+//! ([`crate::ceiling`]), and the kustomization listing them (README "Installing").
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use policy_host::kube::plural;
 use serde_json::{Value, json};
-use tenancy_rules::rbac::ceiling::STANDARD_VERBS;
 
 use crate::binding::{ModuleSource, to_yaml};
 use crate::catalogue::{BUNDLE, BundlePolicy};
+use crate::ceiling::{gateway_api_roles, tenant_ceiling};
 use crate::error::{Error, Result};
 pub use crate::placement::{KUBEWARDEN_NAMESPACE, SYSTEM_NAMESPACES};
 use crate::placement::{Placement, Written, labels, skip_selector};
 use crate::translate::CAPSULE_TENANT_LABEL;
 
-/// The policy-server image the install runs: the release `make e2e` tests.
-pub const POLICY_SERVER_IMAGE: &str = "ghcr.io/kubewarden/policy-server:v1.36.0-beta.1";
+/// The policy-server image the install runs: Kubewarden 1.36's, where its own chart
+/// `kubewarden-defaults` 3.14.1 takes it from (`make e2e` tests the same release).
+pub const POLICY_SERVER_IMAGE: &str = "ghcr.io/kubewarden/adm-controller/policy-server:v1.36.0";
 
 /// What the install directory is written for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +142,10 @@ pub fn install(options: &InstallOptions) -> Result<Vec<InstallFile>> {
             name: "baseline.yaml",
             manifests: baseline(options)?,
         },
+        InstallFile {
+            name: "gateway-api-roles.yaml",
+            manifests: gateway_api_roles("baseline"),
+        },
     ];
     let kustomization = json!({
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
@@ -251,38 +257,6 @@ fn baseline_binding(
     Ok(options.placement.binding(written, &metadata))
 }
 
-/// What a tenant's Roles may grant at most (rbac-policy `ceiling`): the namespaced workload,
-/// configuration, networking and RBAC resources a tenant administers, reads of its quotas,
-/// limits, events and logs; no cluster-scoped resource, no escalation verb.
-fn tenant_ceiling() -> Value {
-    let write = STANDARD_VERBS;
-    let read = ["get", "list", "watch"];
-    json!([
-        {"apiGroups": [""], "verbs": write, "resources": [
-            "configmaps", "endpoints", "persistentvolumeclaims", "pods", "pods/attach",
-            "pods/eviction", "pods/exec", "pods/portforward", "pods/proxy", "replicationcontrollers",
-            "replicationcontrollers/scale", "secrets", "serviceaccounts", "services", "services/proxy"]},
-        {"apiGroups": [""], "verbs": ["create"], "resources": ["serviceaccounts/token"]},
-        {"apiGroups": [""], "verbs": read, "resources": [
-            "events", "limitranges", "namespaces", "pods/log", "pods/status", "resourcequotas"]},
-        {"apiGroups": ["apps"], "verbs": write, "resources": [
-            "daemonsets", "deployments", "deployments/rollback", "deployments/scale", "replicasets",
-            "replicasets/scale", "statefulsets", "statefulsets/scale"]},
-        {"apiGroups": ["apps"], "verbs": read, "resources": ["controllerrevisions"]},
-        {"apiGroups": ["batch"], "verbs": write, "resources": ["cronjobs", "jobs"]},
-        {"apiGroups": ["autoscaling"], "verbs": write, "resources": ["horizontalpodautoscalers"]},
-        {"apiGroups": ["policy"], "verbs": write, "resources": ["poddisruptionbudgets"]},
-        {"apiGroups": ["networking.k8s.io"], "verbs": write, "resources": ["ingresses", "networkpolicies"]},
-        {"apiGroups": ["discovery.k8s.io"], "verbs": read, "resources": ["endpointslices"]},
-        {"apiGroups": ["coordination.k8s.io"], "verbs": write, "resources": ["leases"]},
-        {"apiGroups": ["gateway.networking.k8s.io"], "verbs": write, "resources": [
-            "gateways", "grpcroutes", "httproutes", "referencegrants"]},
-        {"apiGroups": ["resource.k8s.io"], "verbs": write, "resources": [
-            "resourceclaims", "resourceclaimtemplates"]},
-        {"apiGroups": ["rbac.authorization.k8s.io"], "verbs": write, "resources": ["rolebindings", "roles"]},
-    ])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,7 +305,8 @@ mod tests {
                 "cluster-role.yaml",
                 "cluster-role-binding.yaml",
                 "policy-server.yaml",
-                "baseline.yaml"
+                "baseline.yaml",
+                "gateway-api-roles.yaml"
             ])
         );
         for file in files.iter().filter(|f| f.name != "kustomization.yaml") {

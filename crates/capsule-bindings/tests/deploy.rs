@@ -116,3 +116,50 @@ fn the_role_grants_exactly_what_the_policies_read() {
         "clusterrolebindings".into()
     )));
 }
+
+/// rbac-policy's cases of the baseline binding judge with exactly the settings `install`
+/// writes into `tenancy-rbac`, so that the ceiling's cases (through the wasm and kwctl) prove
+/// the binding operators apply.
+#[test]
+fn the_baseline_rbac_cases_use_the_binding_settings() {
+    let baseline = capsule_bindings::install::baseline(&InstallOptions::default()).unwrap();
+    let rbac = baseline
+        .iter()
+        .find(|b| b["metadata"]["name"] == "tenancy-rbac")
+        .unwrap();
+    let cases: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(root().join("policies/rbac-policy/cases/baseline.yaml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        cases["defaults"]["settings"], rbac["spec"]["settings"],
+        "policies/rbac-policy/cases/baseline.yaml: defaults.settings must be tenancy-rbac's settings (deploy/baseline.yaml)"
+    );
+}
+
+/// The PolicyServer's default image is the one Kubewarden's own 1.36 chart
+/// (`kubewarden-defaults`, in `../shared/kubewarden/helm-charts`) installs for its default
+/// PolicyServer: `global.cattle.systemDefaultRegistry`/`policyServer.image.repository`:`tag`.
+#[test]
+fn the_default_image_is_kubewarden_1_36s_policy_server() {
+    let values =
+        root().join("../shared/kubewarden/helm-charts/charts/kubewarden-defaults/values.yaml");
+    let values: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(&values).unwrap_or_else(|e| panic!("{}: {e}", values.display())),
+    )
+    .unwrap();
+    let image = format!(
+        "{}/{}:{}",
+        values["global"]["cattle"]["systemDefaultRegistry"]
+            .as_str()
+            .unwrap(),
+        values["policyServer"]["image"]["repository"]
+            .as_str()
+            .unwrap(),
+        values["policyServer"]["image"]["tag"].as_str().unwrap()
+    );
+    assert_eq!(capsule_bindings::install::POLICY_SERVER_IMAGE, image);
+    let text = std::fs::read_to_string(root().join("deploy/policy-server.yaml")).unwrap();
+    let server = policy_host::cluster::yaml_objects(&text, "policy-server.yaml").unwrap();
+    assert_eq!(server[0]["spec"]["image"], image.as_str());
+}

@@ -148,8 +148,9 @@ fn judge<P: Policy>(
     settings: &P::Settings,
     cluster: &mut dyn Cluster,
 ) -> Result<ValidationResponse, PolicyError> {
-    // One namespace per request, whatever the policy reads (`docs/semantics.md#request-handling`).
-    request.object_namespace()?;
+    // The envelope, whoever sends the request and before any early accept of the policy:
+    // the objects' shapes and one namespace per request (`docs/semantics.md#request-handling`).
+    request.envelope()?;
     let mut lookups = Lookups::new(cluster);
     let verdict = P::validate(&request, settings, &mut lookups)?;
     crate::teardown::release(lookups);
@@ -402,6 +403,78 @@ mod tests {
                 "metadata.namespace: \"b\" differs from request.namespace \"a\"; a request judges one namespace"
             )
         );
+    }
+
+    /// Accepts every request unread, as an early accept does.
+    struct AcceptAll;
+
+    impl Policy for AcceptAll {
+        const NAME: &'static str = "accept-all-policy";
+        const OPERATIONS: &'static [Operation] =
+            &[Operation::Create, Operation::Update, Operation::Delete];
+        type Settings = DemoSettings;
+        fn validate(
+            _request: &AdmissionRequest,
+            _settings: &DemoSettings,
+            _lookups: &mut Lookups<'_>,
+        ) -> Result<Verdict, PolicyError> {
+            Ok(Verdict::accept())
+        }
+    }
+
+    #[test]
+    fn the_envelope_is_checked_before_any_early_accept() {
+        let run = |request: Value| {
+            let payload = json!({"request": request, "settings": {"forbidden": "x"}});
+            evaluate::<AcceptAll>(
+                &serde_json::to_vec(&payload).unwrap(),
+                &mut Objects::default(),
+            )
+        };
+        let kind = json!({"group": "", "version": "v1", "kind": "Pod"});
+        let pod = json!({"metadata": {"name": "p", "namespace": "a"}});
+        for (request, message) in [
+            (
+                json!({"kind": kind, "operation": "CREATE", "namespace": "a"}),
+                "request.object: missing",
+            ),
+            (
+                json!({"kind": kind, "operation": "CREATE", "namespace": "a", "object": [pod]}),
+                "request.object: expected an object",
+            ),
+            (
+                json!({"kind": kind, "operation": "UPDATE", "namespace": "a", "object": pod}),
+                "request.oldObject: missing",
+            ),
+            (
+                json!({"kind": kind, "operation": "UPDATE", "namespace": "a", "object": pod,
+                    "oldObject": "p"}),
+                "request.oldObject: expected an object",
+            ),
+            (
+                json!({"kind": kind, "operation": "DELETE", "namespace": "a", "oldObject": 1}),
+                "request.oldObject: expected an object",
+            ),
+            (
+                json!({"kind": kind, "operation": "CREATE", "namespace": "b", "object": pod}),
+                "metadata.namespace: \"a\" differs from request.namespace \"b\"; a request judges one namespace",
+            ),
+        ] {
+            let r = run(request.clone());
+            assert_eq!(
+                (r.accepted, r.code, r.message.as_deref()),
+                (false, Some(400), Some(message)),
+                "{request}"
+            );
+        }
+        // a DELETE without oldObject, and CONNECT, carry no object to check
+        for request in [
+            json!({"kind": kind, "operation": "DELETE", "namespace": "a"}),
+            json!({"kind": kind, "operation": "CONNECT", "namespace": "a", "object": 1}),
+            json!({"kind": kind, "operation": "UPDATE", "namespace": "a", "object": pod, "oldObject": pod}),
+        ] {
+            assert!(run(request.clone()).accepted, "{request}");
+        }
     }
 
     #[test]

@@ -141,6 +141,38 @@ impl AdmissionRequest {
         !self.old_object.is_null()
     }
 
+    /// The envelope (`docs/semantics.md#request-handling`), checked by the core for every
+    /// judged request whoever sends it, before any early accept: `object` is a JSON object on
+    /// CREATE and UPDATE, `oldObject` on UPDATE and on a DELETE that carries one (400 naming
+    /// `request.object` / `request.oldObject`), and the request judges one namespace
+    /// ([`AdmissionRequest::object_namespace`]). The kind step is each policy's own, and
+    /// comes before its early accepts too.
+    ///
+    /// ```
+    /// # use policy_admission::request::AdmissionRequest;
+    /// let request: AdmissionRequest = serde_json::from_value(serde_json::json!({
+    ///     "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "UPDATE",
+    ///     "object": {"metadata": {"name": "p"}}, "oldObject": [1]})).unwrap();
+    /// assert_eq!(request.envelope().unwrap_err().to_string(),
+    ///     "request.oldObject: expected an object");
+    /// ```
+    pub fn envelope(&self) -> Result<(), PolicyError> {
+        match self.operation {
+            Operation::Create => {
+                self.object()?;
+            }
+            Operation::Update => {
+                self.object()?;
+                self.old_object()?;
+            }
+            Operation::Delete if self.has_old_object() => {
+                self.old_object()?;
+            }
+            Operation::Delete | Operation::Connect => {}
+        }
+        self.object_namespace().map(|_| ())
+    }
+
     /// The namespace of the object (`docs/semantics.md#request-handling`): `metadata.namespace`
     /// of `object` (of `oldObject` when there is no object: DELETE), else the request's
     /// namespace; `None` when all are empty. The one accessor every policy uses: a

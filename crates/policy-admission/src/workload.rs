@@ -38,9 +38,7 @@ pub fn pod_target<'a>(
     policy: &str,
     pods: PodTarget,
 ) -> Result<Option<PodView<'a>>, PolicyError> {
-    let Some(kind) = PodKind::of_request(request) else {
-        return Err(unsupported_kind(policy, request));
-    };
+    let kind = pod_kind(request, policy)?;
     match request.operation {
         Operation::Create => {}
         Operation::Update => {
@@ -57,6 +55,13 @@ pub fn pod_target<'a>(
     }
     let object = request.object()?;
     PodView::read(object.value, kind)
+}
+
+/// The kind step alone (`docs/semantics.md#request-handling`): the request's pod-bearing
+/// kind, or the 400 of a policy that does not handle it. A policy with early accepts takes
+/// this step before them, and reads the pod spec ([`pod_target`]) only after them.
+pub fn pod_kind(request: &AdmissionRequest, policy: &str) -> Result<PodKind, PolicyError> {
+    PodKind::of_request(request).ok_or_else(|| unsupported_kind(policy, request))
 }
 
 #[cfg(test)]

@@ -95,6 +95,12 @@ impl ExemptPrincipals {
     /// read, an exempt requester then being accepted unchanged. When that read fails, the
     /// request is rejected (500), or with `onLookupError: accept` judged as not exempt, with
     /// a warning.
+    ///
+    /// The order of `docs/semantics.md#request-handling`: call it once the envelope is
+    /// checked (the core checks the objects' shapes and the namespace; the policy its kind),
+    /// and read the object only inside `judge`, so that a listed requester is accepted before
+    /// anything of it is read; a malformed object found by `judge` (400) is never overridden
+    /// by a ClusterRoleBinding.
     pub fn judge_unless_exempt(
         &self,
         user: &UserInfo,

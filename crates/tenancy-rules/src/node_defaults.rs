@@ -4,9 +4,11 @@
 //! policies that write or assume a Pod's node selector.
 
 use std::collections::HashMap;
+use std::fmt;
 
 use crate::class::skip_on_lookup_error;
 use kube_values::labels::{check_label, is_label_key, is_label_value};
+use kube_values::list::comma_separated;
 use policy_admission::cluster::{Lookups, OnLookupError};
 use policy_admission::metadata::namespace_annotation;
 use policy_admission::request::AdmissionRequest;
@@ -16,18 +18,91 @@ use policy_decode::names::NameMap;
 use policy_decode::path::FieldPath;
 use policy_decode::settings::is_reread;
 
-/// Parses `k=v,k2=v2` (whitespace around items, keys and values trimmed). `None` when an
-/// item lacks `=`, uses `==`, or has an invalid key or value. A repeated key keeps its last
-/// value at the position of its first occurrence (as Kubernetes'
-/// `labels.ConvertSelectorToLabelsMap`, which APPUiO and PodNodeSelector use).
-pub fn parse_selector(text: &str) -> Option<NameMap> {
+/// Why a node selector `key=value[,key=value]` does not parse: its element at `index`
+/// (0-based, among the comma-separated elements, [`comma_separated`]) and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectorError {
+    /// The element's index.
+    pub index: usize,
+    /// The element, trimmed.
+    pub element: String,
+    /// What is wrong with it.
+    pub problem: SelectorProblem,
+}
+
+/// What is wrong with one element of a node selector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SelectorProblem {
+    /// Nothing between two commas, or before the first or after the last one.
+    Empty,
+    /// No `=`.
+    NoEquals,
+    /// More than one `=` (`a==b`, `a=b=c`).
+    SeveralEquals,
+    /// The key (trimmed) is not a label key.
+    Key(String),
+    /// The value (trimmed) is not a label value.
+    Value(String),
+}
+
+impl fmt::Display for SelectorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (i, element) = (self.index, &self.element);
+        match &self.problem {
+            SelectorProblem::Empty => write!(f, "element [{i}] is empty"),
+            SelectorProblem::NoEquals => write!(f, "element [{i}] {element:?} has no \"=\""),
+            SelectorProblem::SeveralEquals => {
+                write!(f, "element [{i}] {element:?} has more than one \"=\"")
+            }
+            SelectorProblem::Key(k) => {
+                write!(
+                    f,
+                    "element [{i}] {element:?}: {k:?} is not a valid label key"
+                )
+            }
+            SelectorProblem::Value(v) => {
+                write!(
+                    f,
+                    "element [{i}] {element:?}: {v:?} is not a valid label value"
+                )
+            }
+        }
+    }
+}
+
+/// Parses `k=v,k2=v2` as Kubernetes' `labels.ConvertSelectorToLabelsMap` does (APPUiO and
+/// PodNodeSelector use it): elements split by [`comma_separated`], each exactly one `=`,
+/// key and value trimmed, a valid label key and label value; an empty element (`a=b,`,
+/// `,a=b`, `a=b,,c=d`) has no `=` and is refused. The first element that does not parse is
+/// the error. A repeated key keeps its last value at the position of its first occurrence.
+///
+/// An empty text is the empty map, as in Kubernetes; so is a text of only whitespace, which
+/// Kubernetes refuses, but [`namespace_default`] reads a blank annotation as absent before
+/// it would parse one.
+pub fn parse_selector(text: &str) -> Result<NameMap, SelectorError> {
     let mut pairs: Vec<(&str, &str)> = Vec::new();
     let mut positions: HashMap<&str, usize> = HashMap::new();
-    for item in text.split(',') {
-        let (k, v) = item.split_once('=')?;
+    for (index, item) in comma_separated(text) {
+        let refused = |problem| SelectorError {
+            index,
+            element: item.to_owned(),
+            problem,
+        };
+        if item.is_empty() {
+            return Err(refused(SelectorProblem::Empty));
+        }
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| refused(SelectorProblem::NoEquals))?;
+        if v.contains('=') {
+            return Err(refused(SelectorProblem::SeveralEquals));
+        }
         let (k, v) = (k.trim(), v.trim());
-        if !(is_label_key(k) && is_label_value(v)) {
-            return None;
+        if !is_label_key(k) {
+            return Err(refused(SelectorProblem::Key(k.to_owned())));
+        }
+        if !is_label_value(v) {
+            return Err(refused(SelectorProblem::Value(v.to_owned())));
         }
         match positions.get(k).and_then(|&i| pairs.get_mut(i)) {
             Some(pair) => pair.1 = v,
@@ -37,7 +112,7 @@ pub fn parse_selector(text: &str) -> Option<NameMap> {
             }
         }
     }
-    Some(pairs.into_iter().collect())
+    Ok(pairs.into_iter().collect())
 }
 
 /// Refuses invalid label keys and values and repeated keys of the settings map `name`.
@@ -98,12 +173,12 @@ pub fn namespace_default(
         return Ok(Some(default.clone()));
     };
     match parse_selector(text) {
-        Some(pairs) => Ok(Some(pairs)),
-        None => {
+        Ok(pairs) => Ok(Some(pairs)),
+        Err(problem) => {
             verdict.violation(
                 &FieldPath::empty(),
                 format!(
-                    "namespace {namespace:?} annotation {annotation}: invalid selector {text:?} (expected key=value[,key=value])"
+                    "namespace {namespace:?} annotation {annotation}: invalid selector {text:?} (expected key=value[,key=value]): {problem}"
                 ),
             );
             Ok(None)
@@ -118,7 +193,7 @@ mod tests {
     use serde_json::{Value, json};
 
     fn pairs(text: &str) -> Option<Vec<(String, String)>> {
-        parse_selector(text).map(|m| {
+        parse_selector(text).ok().map(|m| {
             m.iter()
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect()
@@ -139,13 +214,28 @@ mod tests {
             owned(&[("appuio.io/node-class", "plus"), ("zone", "a")])
         );
         assert_eq!(pairs("a="), owned(&[("a", "")]));
-        assert_eq!(pairs("bad"), None);
-        assert_eq!(pairs("a==b"), None);
-        assert_eq!(pairs("a=b,"), None);
-        assert_eq!(pairs("a=b c"), None);
-        assert_eq!(pairs("a=b=c"), None);
         assert_eq!(pairs(" a = b "), owned(&[("a", "b")]));
         assert_eq!(pairs("a=b,c=d,a=e"), owned(&[("a", "e"), ("c", "d")]));
+        assert_eq!(pairs(""), owned(&[]));
+    }
+
+    #[rstest::rstest]
+    #[case("bad", r#"element [0] "bad" has no "=""#)]
+    #[case("a==b", r#"element [0] "a==b" has more than one "=""#)]
+    #[case("a=b=c", r#"element [0] "a=b=c" has more than one "=""#)]
+    #[case("a=b c", r#"element [0] "a=b c": "b c" is not a valid label value"#)]
+    #[case("=b", r#"element [0] "=b": "" is not a valid label key"#)]
+    #[case("a b=c", r#"element [0] "a b=c": "a b" is not a valid label key"#)]
+    // Kubernetes refuses an empty element (it has no "="), in the middle, first or last
+    #[case("a=b,,c=d", "element [1] is empty")]
+    #[case("a=b, ,c=d", "element [1] is empty")]
+    #[case("a=b,", "element [1] is empty")]
+    #[case("a=b, ", "element [1] is empty")]
+    #[case(",a=b", "element [0] is empty")]
+    #[case(",", "element [0] is empty")]
+    #[case("a=b,c=d,bad,", r#"element [2] "bad" has no "=""#)]
+    fn refusals_name_the_element(#[case] text: &str, #[case] message: &str) {
+        assert_eq!(parse_selector(text).unwrap_err().to_string(), message);
     }
 
     #[test]
@@ -204,7 +294,13 @@ mod tests {
         assert!(found.is_none());
         assert_eq!(
             verdict.message(),
-            "namespace \"solar-dev\" annotation appuio.io/default-node-selector: invalid selector \"bad\" (expected key=value[,key=value])"
+            "namespace \"solar-dev\" annotation appuio.io/default-node-selector: invalid selector \"bad\" (expected key=value[,key=value]): element [0] \"bad\" has no \"=\""
+        );
+        let (found, verdict) = resolve(vec![namespace(Some(" zone=a, "))], key);
+        assert!(found.is_none());
+        assert_eq!(
+            verdict.message(),
+            "namespace \"solar-dev\" annotation appuio.io/default-node-selector: invalid selector \"zone=a,\" (expected key=value[,key=value]): element [1] is empty"
         );
     }
 

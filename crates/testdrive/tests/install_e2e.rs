@@ -41,7 +41,7 @@ const INSTALL: &str = r#"
 apiVersion: policies.kubewarden.io/v1
 kind: PolicyServer
 metadata: {name: tenancy-policies}
-spec: {image: ghcr.io/kubewarden/policy-server:v1.36.0, serviceAccountName: tenancy-policies}
+spec: {image: ghcr.io/kubewarden/adm-controller/policy-server:v1.36.0, serviceAccountName: tenancy-policies}
 ---
 apiVersion: v1
 kind: ServiceAccount

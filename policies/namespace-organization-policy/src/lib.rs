@@ -50,28 +50,52 @@ impl Policy for NamespaceOrganizationPolicy {
         let Some(admitted) = gate().admit(Self::NAME, request)? else {
             return Ok(Verdict::accept());
         };
-        let label = settings.organization_label.as_str();
-        let target = Target {
-            organization: named_by(&admitted.object, label)?,
-            path: FieldPath::root("metadata").field("labels").key(label),
-            name: name_of(&admitted)?,
-            create: request.operation == Operation::Create,
-        };
-        let old = match request.operation {
-            Operation::Update => Some(request.old_object()?),
-            _ => None,
-        };
-        // README rule 1: an UPDATE that keeps the organization is not judged (no lookup).
-        if let Some(old) = &old
-            && named_by(old, label)? == target.organization
-        {
-            return Ok(Verdict::accept());
-        }
+        // README rule 2: a Project is judged for the requester its annotation names, never
+        // exempt.
         if admitted.kind == &PROJECT {
-            project(&admitted, old.as_ref(), &target, settings, lookups)
-        } else {
-            namespace(request, &target, settings, lookups)
+            return judge(&admitted, settings, lookups);
         }
+        // README rule 3: exempt requesters of a Namespace are accepted once the request is
+        // well-formed, before anything of the object is read; a malformed object is a 400
+        // for everybody else (docs/semantics.md#request-handling).
+        settings.exempt_principals.judge_unless_exempt(
+            &request.user_info,
+            lookups,
+            settings.on_lookup_error,
+            |lookups| judge(&admitted, settings, lookups),
+        )
+    }
+}
+
+/// README rules 1 to 8 for a judged request: the organization label of the object (and on
+/// UPDATE of the old object), then the Project's or the Namespace's flows.
+fn judge(
+    admitted: &Admitted<'_>,
+    settings: &Settings,
+    lookups: &mut Lookups<'_>,
+) -> Result<Verdict, PolicyError> {
+    let request = admitted.request;
+    let label = settings.organization_label.as_str();
+    let target = Target {
+        organization: named_by(&admitted.object, label)?,
+        path: FieldPath::root("metadata").field("labels").key(label),
+        name: name_of(admitted)?,
+        create: request.operation == Operation::Create,
+    };
+    let old = match request.operation {
+        Operation::Update => Some(request.old_object()?),
+        _ => None,
+    };
+    // README rule 1: an UPDATE that keeps the organization is not judged (no lookup).
+    if let Some(old) = &old
+        && named_by(old, label)? == target.organization
+    {
+        return Ok(Verdict::accept());
+    }
+    if admitted.kind == &PROJECT {
+        project(admitted, old.as_ref(), &target, settings, lookups)
+    } else {
+        namespace(request, &target, settings, lookups)
     }
 }
 
@@ -112,8 +136,8 @@ fn project(
     flows::judge(requester, None, target, settings, lookups)
 }
 
-/// README rule 3: a Namespace is accepted unchanged for an exempt requester, else judged by
-/// its owners, the service-account flow or the user flow.
+/// README rule 3: a Namespace of a requester that is not exempt (the exemption is the
+/// caller's) is judged by its owners, the service-account flow or the user flow.
 fn namespace(
     request: &AdmissionRequest,
     target: &Target<'_>,
@@ -121,19 +145,12 @@ fn namespace(
     lookups: &mut Lookups<'_>,
 ) -> Result<Verdict, PolicyError> {
     let user = &request.user_info;
-    settings.exempt_principals.judge_unless_exempt(
-        user,
-        lookups,
-        settings.on_lookup_error,
-        |lookups| {
-            let account = service_account(&user.username)?;
-            let requester = Requester {
-                username: &user.username,
-                groups: Some(&user.groups),
-            };
-            flows::judge(requester, account, target, settings, lookups)
-        },
-    )
+    let account = service_account(&user.username)?;
+    let requester = Requester {
+        username: &user.username,
+        groups: Some(&user.groups),
+    };
+    flows::judge(requester, account, target, settings, lookups)
 }
 
 /// The object's `metadata.name` (a string when present, 400 otherwise), else the request's

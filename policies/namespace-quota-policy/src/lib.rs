@@ -55,15 +55,21 @@ impl Policy for NamespaceQuotaPolicy {
             "ProjectRequest" => Kind::ProjectRequest,
             _ => Kind::Namespace,
         };
-        // Read before any exemption: a malformed request is a 400 whoever sends it.
-        let Some(target) = target::read(&admitted, kind, &settings.organization_label)? else {
-            return Ok(Verdict::accept());
-        };
+        // The envelope was checked (the core, and the kind step above); exempt requesters are
+        // accepted before anything of the object is read, and a malformed object is a 400
+        // for everybody else, exempt through a ClusterRoleBinding or not
+        // (docs/semantics.md#request-handling).
         settings.exempt.judge_unless_exempt(
             &request.user_info,
             lookups,
             settings.on_lookup_error,
-            |lookups| judge(&target, &request.user_info, settings, lookups),
+            |lookups| {
+                let label = &settings.organization_label;
+                let Some(target) = target::read(&admitted, kind, label)? else {
+                    return Ok(Verdict::accept());
+                };
+                judge(&target, &request.user_info, settings, lookups)
+            },
         )
     }
 }

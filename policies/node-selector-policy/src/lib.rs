@@ -361,7 +361,7 @@ mod tests {
         assert_eq!(
             r.message.as_deref(),
             Some(
-                "namespace \"solar-dev\" annotation appuio.io/default-node-selector: invalid selector \"bad\" (expected key=value[,key=value])"
+                "namespace \"solar-dev\" annotation appuio.io/default-node-selector: invalid selector \"bad\" (expected key=value[,key=value]): element [0] \"bad\" has no \"=\""
             )
         );
     }

@@ -11,7 +11,7 @@ use policy_admission::metadata::namespace_annotation;
 use policy_admission::pod::PodView;
 use policy_admission::policy::Policy;
 use policy_admission::request::AdmissionRequest;
-use policy_admission::workload::{PodTarget, pod_target};
+use policy_admission::workload::{PodTarget, pod_kind, pod_target};
 use policy_admission::{Mode, Verdict};
 use policy_decode::names::NameMap;
 use policy_decode::{FieldPath, PolicyError};
@@ -40,23 +40,37 @@ impl Policy for ResourceRatioPolicy {
         settings: &Settings,
         lookups: &mut Lookups<'_>,
     ) -> Result<Verdict, PolicyError> {
-        // Pods on CREATE (their requests are immutable afterwards: a Pod UPDATE is accepted
-        // unseen), templates on CREATE and on UPDATEs that change them.
-        let Some(pod) = pod_target(request, Self::NAME, PodTarget::CreateOnly)? else {
-            return Ok(Verdict::accept());
-        };
-        // README rule 1: exempt requesters; ClusterRoleBindings are read only when the
-        // verdict would warn or refuse (docs/semantics.md#exemptions).
+        // The envelope first, whoever sends the request (docs/semantics.md#request-handling):
+        // a kind that is not pod-bearing is refused before any exemption.
+        pod_kind(request, Self::NAME)?;
+        // README rule 1: exempt requesters, before anything of the object is read;
+        // ClusterRoleBindings are read only when the verdict would warn or refuse
+        // (docs/semantics.md#exemptions).
         settings.exempt_principals.judge_unless_exempt(
             &request.user_info,
             lookups,
             settings.on_lookup_error,
-            |lookups| judge(request, &pod, settings, lookups),
+            |lookups| {
+                // README rule 1: in warn mode nobody reads a controller's warnings, and its
+                // owner was judged (docs/semantics.md#principals): accepted unread.
+                if settings.mode == Mode::Warn
+                    && settings.trusted_controllers.matches(&request.user_info)
+                    && has_controller_owner(&request.object)
+                {
+                    return Ok(Verdict::accept());
+                }
+                // Pods on CREATE (their requests are immutable afterwards: a Pod UPDATE is
+                // accepted unseen), templates on CREATE and on UPDATEs that change them.
+                let Some(pod) = pod_target(request, Self::NAME, PodTarget::CreateOnly)? else {
+                    return Ok(Verdict::accept());
+                };
+                judge(request, &pod, settings, lookups)
+            },
         )
     }
 }
 
-/// README rules 1 (trusted controllers) to 6 for a pod spec. The Namespace is read only
+/// README rules 2 to 6 for a pod spec of a judged requester. The Namespace is read only
 /// when a rule needs it: for the default node selector of a Pod without one, and before
 /// reporting a violation (the opt-out annotation); at most once (the lookups cache it).
 fn judge(
@@ -65,17 +79,11 @@ fn judge(
     settings: &Settings,
     lookups: &mut Lookups<'_>,
 ) -> Result<Verdict, PolicyError> {
-    // Rule 5 first: a malformed request is a 400 whoever sends it and before any lookup,
+    // Rule 5 first: a malformed object is a 400 for a judged requester before any lookup,
     // and a Pod asking for nothing needs no lookup.
     let (memory, cpu) = requests(pod)?;
     let mut verdict = Verdict::accept();
-    // Rule 1: in warn mode nobody reads a controller's warnings, and its owner was judged
-    // (docs/semantics.md#principals).
-    let trusted = || {
-        settings.trusted_controllers.matches(&request.user_info)
-            && has_controller_owner(&request.object)
-    };
-    if (memory.is_zero() && cpu.is_zero()) || (settings.mode == Mode::Warn && trusted()) {
+    if memory.is_zero() && cpu.is_zero() {
         return Ok(verdict);
     }
     // Rules 2 and 3: the node selector.

@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use kube_values::hostname::normalize;
+use kube_values::list::comma_separated;
 use kube_values::net::{Cidr, CidrList, IpAddress, NetError};
 use policy_admission::Verdict;
 use policy_admission::cluster::Lookups;
@@ -567,15 +568,11 @@ fn source_ranges(
 /// `spec.loadBalancerSourceRanges` is empty: comma-separated ranges.
 pub const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
 
-/// The ranges of a [`SOURCE_RANGES_ANNOTATION`] value: comma-separated, spaces trimmed,
-/// empty ones skipped.
-fn annotation_ranges(value: &str) -> impl Iterator<Item = &str> {
-    value.split(',').map(str::trim).filter(|t| !t.is_empty())
-}
-
 /// README rule 8, the annotation [`SOURCE_RANGES_ANNOTATION`]: each of its comma-separated
-/// ranges (spaces around them trimmed) must lie within an allowed entry; on UPDATE only the
-/// ranges the old value lacks.
+/// ranges (read as the API server reads them, [`comma_separated`]) must lie within an
+/// allowed entry, judged at `metadata.annotations["…"][i]`; an empty range (`a,,b`, a
+/// leading or trailing comma) is not a range and is refused like any unparseable one, while
+/// an all-blank value has none. On UPDATE only the ranges the old value lacks.
 fn source_ranges_annotation(
     service: &Admitted<'_>,
     old: Option<&At<'_>>,
@@ -598,10 +595,11 @@ fn source_ranges_annotation(
         },
         None => None,
     };
-    let old = OldRanges::new(old_value.into_iter().flat_map(annotation_ranges));
+    let old_ranges = old_value.into_iter().flat_map(comma_separated);
+    let old = OldRanges::new(old_ranges.map(|(_, text)| text));
     let path = annotations.path.key(SOURCE_RANGES_ANNOTATION);
-    for text in annotation_ranges(value) {
-        source_range(text, &path, &old, allowed, verdict);
+    for (i, text) in comma_separated(value) {
+        source_range(text, &path.index(i), &old, allowed, verdict);
     }
     Ok(())
 }
@@ -879,7 +877,7 @@ mod tests {
         assert_eq!(
             r.message.unwrap(),
             format!(
-                "metadata.annotations[\"service.beta.kubernetes.io/load-balancer-source-ranges\"]: \"0.0.0.0/0\" is not within the allowed load-balancer ranges {allowed}; \
+                "metadata.annotations[\"service.beta.kubernetes.io/load-balancer-source-ranges\"][1]: \"0.0.0.0/0\" is not within the allowed load-balancer ranges {allowed}; \
                  spec.ports[1].nodePort: 32000 is not in the allowed node-port ranges [30000-30100, 31000]; \
                  spec.loadBalancerIP: \"192.168.0.1\" is not within the allowed load-balancer ranges {allowed}; \
                  spec.loadBalancerSourceRanges[1]: \"2001:db9::/32\" is not within the allowed load-balancer ranges {allowed}; \
@@ -1027,6 +1025,55 @@ mod tests {
             )
             .accepted
         );
+    }
+
+    #[test]
+    fn empty_annotation_ranges_are_refused_by_index() {
+        let settings = json!({"loadBalancerCIDRs": ["10.0.0.0/8"]});
+        let annotated = |value: &str| {
+            json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "web", "annotations": {SOURCE_RANGES_ANNOTATION: value}},
+                "spec": {"type": "LoadBalancer"}})
+        };
+        let path =
+            "metadata.annotations[\"service.beta.kubernetes.io/load-balancer-source-ranges\"]";
+        let empty = "\"\" is not an IP address or CIDR: it is empty (allowed load-balancer ranges [10.0.0.0/8])";
+        for (value, indexes) in [
+            ("10.1.0.0/16,,10.2.0.0/16", &[1][..]),
+            ("10.1.0.0/16, ,10.2.0.0/16", &[1]),
+            ("10.1.0.0/16,", &[1]),
+            ("10.1.0.0/16 , ", &[1]),
+            (",10.1.0.0/16", &[0]),
+            (",", &[0, 1]),
+        ] {
+            let r = run("CREATE", annotated(value), Value::Null, settings.clone());
+            let want: Vec<String> = indexes
+                .iter()
+                .map(|i| format!("{path}[{i}]: {empty}"))
+                .collect();
+            assert_eq!(r.code, Some(403), "{value:?}");
+            assert_eq!(r.message, Some(want.join("; ")), "{value:?}");
+        }
+        // an all-blank value has no range (the API server accepts it); spaces are trimmed
+        for value in ["", "   ", " 10.1.0.0/16 , 10.2.0.0/16 "] {
+            let r = run("CREATE", annotated(value), Value::Null, settings.clone());
+            assert!(r.accepted, "{value:?}: {:?}", r.message);
+        }
+        // on UPDATE an empty range the old value held is kept, like any other range it held
+        let r = run(
+            "UPDATE",
+            annotated("10.1.0.0/16,,10.2.0.0/16"),
+            annotated("10.1.0.0/16,"),
+            settings.clone(),
+        );
+        assert!(r.accepted, "{:?}", r.message);
+        let r = run(
+            "UPDATE",
+            annotated("10.1.0.0/16,"),
+            annotated("10.1.0.0/16"),
+            settings,
+        );
+        assert_eq!(r.message, Some(format!("{path}[1]: {empty}")));
     }
 
     #[test]

@@ -34,8 +34,17 @@ impl Policy for TenantCordonPolicy {
         if !Self::OPERATIONS.contains(&request.operation) {
             return Ok(Verdict::accept());
         }
-        // README rule 4: a cluster-scoped object other than a Namespace is no tenant's.
+        // README rule 6: the envelope, whoever sends the request (the core checked the
+        // objects' shapes and the namespace): every kind is handled, but a request must name
+        // one (docs/semantics.md#request-handling).
         let kind = &request.kind;
+        if kind.kind.is_empty() {
+            return Err(PolicyError::malformed(
+                &FieldPath::dotted("request.kind"),
+                "missing",
+            ));
+        }
+        // README rule 4: a cluster-scoped object other than a Namespace is no tenant's.
         let namespace_kind = kind.group.is_empty() && kind.kind == "Namespace";
         if !namespace_kind && request.object_namespace()?.is_none() {
             return Ok(Verdict::accept());
@@ -74,12 +83,6 @@ fn refusal(request: &AdmissionRequest, settings: &Settings) -> Result<Verdict, P
 /// (deployments/scale) in namespace "solar-dev"`, `CREATE of Namespace "solar-new"`.
 fn describe(request: &AdmissionRequest) -> Result<String, PolicyError> {
     let kind = &request.kind;
-    if kind.kind.is_empty() {
-        return Err(PolicyError::malformed(
-            &FieldPath::dotted("request.kind"),
-            "missing",
-        ));
-    }
     let operation = match request.operation {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",
@@ -372,9 +375,17 @@ mod tests {
     fn a_request_without_its_kind_is_malformed() {
         let mut r = request(("", ""), "pods", "DELETE", alice());
         r["kind"] = json!({});
-        let err = run(json!({"tenant": "solar"}), r, vec![]).unwrap_err();
+        let err = run(json!({"tenant": "solar"}), r.clone(), vec![]).unwrap_err();
         assert_eq!(err.to_string(), "request.kind: missing");
         assert_eq!(err.code(), 400);
+        // the envelope comes before the platform's and the listed principals' exemptions
+        r["userInfo"] = json!({"username": "system:kube-controller-manager"});
+        let err = run(json!({"tenant": "solar"}), r.clone(), vec![]).unwrap_err();
+        assert_eq!(err.to_string(), "request.kind: missing");
+        r["userInfo"] = json!({"username": "ops"});
+        let settings = json!({"tenant": "solar", "exemptPrincipals": {"users": ["ops"]}});
+        let err = run(settings, r, vec![]).unwrap_err();
+        assert_eq!(err.to_string(), "request.kind: missing");
     }
 
     #[test]

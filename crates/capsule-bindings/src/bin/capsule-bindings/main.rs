@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use capsule_bindings::admission::{admit, describe};
 use capsule_bindings::binding::ModuleSource;
+use capsule_bindings::ceiling::Comparison;
 use capsule_bindings::convert::convert_from;
 use capsule_bindings::install::{
     InstallOptions, KUBEWARDEN_NAMESPACE, POLICY_SERVER_IMAGE, install,
@@ -43,6 +44,28 @@ enum Command {
     /// `contextAwareResources` name, its ClusterRoleBinding, the cluster-wide baseline
     /// bindings and kustomization.yaml.
     Install(InstallArgs),
+    /// Print the baseline tenant ceiling beside the `edit` and `admin` ClusterRoles of the
+    /// roles given (Kubernetes' bootstrap policy, or `kubectl get clusterroles -o yaml` of a
+    /// live cluster), aggregated as Kubernetes aggregates them, as a Markdown table. Fails
+    /// when the ceiling grants what `admin` does not, or differs from `edit` without a reason.
+    Ceiling(CeilingArgs),
+}
+
+#[derive(Args)]
+struct CeilingArgs {
+    /// YAML of ClusterRoles (documents, or lists of them); repeatable.
+    #[arg(long = "roles", required = true)]
+    roles: Vec<PathBuf>,
+    /// What the roles are, for the closing line (`k8s.io/kubernetes v1.36.1`).
+    #[arg(long, default_value = "the roles given")]
+    source: String,
+    /// Check that this Markdown file holds the table between the markers
+    /// `<!-- tenant-ceiling:begin -->` and `<!-- tenant-ceiling:end -->`, instead of printing it.
+    #[arg(long, conflicts_with = "write")]
+    check: Option<PathBuf>,
+    /// Write the table between those markers of this Markdown file.
+    #[arg(long)]
+    write: Option<PathBuf>,
 }
 
 /// Where and how bindings are placed (every command that writes bindings).
@@ -160,6 +183,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => convert(a),
         Command::Try(a) => try_requests(a),
         Command::Install(a) => install_dir(a),
+        Command::Ceiling(a) => ceiling(a),
     };
     match result {
         Ok(code) => code,
@@ -271,6 +295,61 @@ fn install_dir(args: InstallArgs) -> Result<ExitCode> {
         args.output.display(),
         args.output.display()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+const CEILING_BEGIN: &str = "<!-- tenant-ceiling:begin -->\n";
+const CEILING_END: &str = "<!-- tenant-ceiling:end -->";
+
+fn ceiling(args: CeilingArgs) -> Result<ExitCode> {
+    let mut documents = Vec::new();
+    for path in &args.roles {
+        documents.extend(policy_host::cluster::yaml_objects(
+            &read(path)?,
+            &path.display().to_string(),
+        )?);
+    }
+    let comparison = Comparison::new(&documents)?;
+    let table = comparison.markdown();
+    let summary = format!(
+        "ceiling: {} permissions, none beyond admin of {}; {} rows differ from edit, each with its reason",
+        comparison.permissions,
+        args.source,
+        comparison.differences()
+    );
+    let Some(path) = args.check.as_ref().or(args.write.as_ref()) else {
+        print!("{table}");
+        eprintln!("{summary}");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let text = read(path)?;
+    let (Some(begin), Some(end)) = (text.find(CEILING_BEGIN), text.find(CEILING_END)) else {
+        return Err(Error::Invalid(format!(
+            "{}: no {} ... {} markers",
+            path.display(),
+            CEILING_BEGIN.trim_end(),
+            CEILING_END
+        )));
+    };
+    let start = begin + CEILING_BEGIN.len();
+    let current = text.get(start..end).unwrap_or_default();
+    if args.write.is_some() {
+        let (head, tail) = (
+            text.get(..start).unwrap_or_default(),
+            text.get(end..).unwrap_or_default(),
+        );
+        let updated = format!("{head}{table}{tail}");
+        std::fs::write(path, updated).map_err(|e| Error::io(path, e))?;
+        println!("{summary}; table written to {}", path.display());
+    } else if current != table {
+        eprintln!(
+            "{}: the tenant ceiling table is stale: run `make ceiling-table` and commit",
+            path.display()
+        );
+        return Ok(ExitCode::from(1));
+    } else {
+        println!("{summary}; the table of {} is current", path.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
