@@ -18,6 +18,14 @@
 #   make deploy write the install directory deploy/ (capsule-bindings install); a test checks it
 #   make ceiling-check the baseline tenant ceiling beside Kubernetes' own edit and admin (part of
 #               make test); make ceiling-table rewrites the README's table of it
+#   make cluster-e2e everything above a single policy against the real control plane (part of
+#               make test): etcd, kube-apiserver, kubectl and helm built from e2e/cluster's Go
+#               modules (make cluster-bin, cached in ~/.cache/tenancy-policies), deploy/ and the
+#               chart installed, every manifest through a server-side dry run, every case and
+#               Capsule scenario request through the API server to the real policy-server
+#   make cluster-up / cluster-down  a cluster to try things on (kubectl --kubeconfig
+#               target/cluster/kube-apiserver.kubeconfig), and its end
+#   make chart  write charts/tenancy-policies from capsule-bindings install (a test checks it)
 #   make fuzz   every policy's cargo-fuzz targets, FUZZ_SECONDS each (nightly; not in `make test`)
 
 SHELL := /bin/bash
@@ -87,7 +95,7 @@ run: setup run-build
 
 # policies before unit: the tests of what a built module costs (crates/testdrive/tests/
 # instance_memory.rs, instance_faults.rs) load it, and skip when it is missing
-test: setup fmt-check lint policies unit testdrive check ceiling-check e2e-if-kwctl
+test: setup fmt-check lint policies unit testdrive check ceiling-check e2e-if-kwctl cluster-e2e
 
 run-build:
 	@nice -n 19 $(CARGO) build --profile run-wasm --target $(WASM_TARGET) $(foreach p,$(RUN_POLICIES),-p $(p)) & wasm=$$!; \
@@ -154,7 +162,7 @@ deploy: testdrive
 # does not, differs from `edit` without a reason, or the README's table is stale; its line
 # "ceiling: N permissions, none beyond admin of k8s.io/kubernetes vX ...". Without Go it says
 # it was skipped (CI fails then). make ceiling-table rewrites the README's table.
-KUBERNETES_VERSION := v1.36.1
+KUBERNETES_VERSION = $(KUBE_VERSION)
 KUBERNETES_ROLES = $$(cd $(TARGET_DIR) && go mod download -json k8s.io/kubernetes@$(KUBERNETES_VERSION) \
   | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')/plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml
 ceiling-check: testdrive
@@ -166,6 +174,90 @@ ceiling-check: testdrive
 ceiling-table: testdrive
 	roles=$(KUBERNETES_ROLES); $(CAPSULE_BINDINGS) ceiling --roles "$$roles" \
 	  --source "k8s.io/kubernetes $(KUBERNETES_VERSION)" --write README.md
+
+# The real control plane of make cluster-e2e, built from the Go modules of e2e/cluster (their
+# go.mod and go.sum pin the versions; nothing built is committed) into CLUSTER_CACHE, one
+# directory per version, and only what is missing is built: kube-apiserver and kubectl from
+# k8s.io/kubernetes (their /version set by -ldflags as Kubernetes' own build sets it), etcd
+# from go.etcd.io/etcd/server/v3, helm from helm.sh/helm/v3 (its default Kubernetes version,
+# which helm lint and helm template check Chart.yaml's kubeVersion against, set to that of its
+# client-go, as helm's own build does).
+CLUSTER_CACHE ?= $(HOME)/.cache/tenancy-policies
+go_require = $(shell awk '$$1 == "$(2)" { v = $$2 } $$1 == "require" && $$2 == "$(2)" { v = $$3 } END { print v }' e2e/cluster/$(1)/go.mod)
+KUBE_VERSION := $(call go_require,kube,k8s.io/kubernetes)
+ETCD_VERSION := $(call go_require,etcd,go.etcd.io/etcd/server/v3)
+HELM_VERSION := $(call go_require,helm,helm.sh/helm/v3)
+KUBE_BIN := $(CLUSTER_CACHE)/kube-$(KUBE_VERSION)
+ETCD_BIN := $(CLUSTER_CACHE)/etcd-$(ETCD_VERSION)
+HELM_BIN := $(CLUSTER_CACHE)/helm-$(HELM_VERSION)
+kube_minor = $(word 2,$(subst ., ,$(1)))
+KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version, \
+  -X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=$(call kube_minor,$(KUBE_VERSION)) \
+  -X $(pkg).gitTreeState=clean)
+CLUSTER_TOOLS := $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kubectl $(ETCD_BIN)/etcd $(HELM_BIN)/helm
+.PHONY: cluster-bin cluster-up cluster-down cluster-e2e generated-manifests chart
+cluster-bin: $(CLUSTER_TOOLS)
+$(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kubectl &:
+	@mkdir -p $(KUBE_BIN)
+	cd e2e/cluster/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(KUBE_BIN)/.build/ \
+	  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+	mv $(KUBE_BIN)/.build/kube-apiserver $(KUBE_BIN)/.build/kubectl $(KUBE_BIN)/ && rmdir $(KUBE_BIN)/.build
+$(ETCD_BIN)/etcd:
+	@mkdir -p $(ETCD_BIN)
+	cd e2e/cluster/etcd && go build -trimpath -o $(ETCD_BIN)/.etcd go.etcd.io/etcd/server/v3
+	mv $(ETCD_BIN)/.etcd $@
+$(HELM_BIN)/helm:
+	@mkdir -p $(HELM_BIN)
+	cd e2e/cluster/helm && client=$$(go list -m -f '{{.Version}}' k8s.io/client-go) && minor=$$(echo $$client | cut -d. -f2) && \
+	  go build -trimpath -ldflags "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$minor \
+	    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$minor" \
+	  -o $(HELM_BIN)/.helm helm.sh/helm/v3/cmd/helm
+	mv $(HELM_BIN)/.helm $@
+
+# The cluster of make cluster-up / cluster-e2e (crates/control-plane): etcd and kube-apiserver
+# on loopback ports, a client-certificate admin in system:masters (kubectl --kubeconfig
+# $(CLUSTER_DIR)/kube-apiserver.kubeconfig), RBAC, service-account tokens, the admission
+# webhooks on, and the CRDs the bundle needs applied. make cluster-down stops every server
+# recorded in $(CLUSTER_DIR)/pids and removes the directory.
+CLUSTER_DIR := $(abspath $(TARGET_DIR))/cluster
+CONTROL_PLANE := $(TARGET_DIR)/host/control-plane
+GATEWAY_API_CRDS ?= $(abspath ../shared/gateway-api/config/crd/standard)
+CAPSULE_CRDS ?= $(abspath ../shared/capsule/chart/crds)
+CLUSTER_CRDS = $(KUBEWARDEN_CRDS) $(GATEWAY_API_CRDS) $(CAPSULE_CRDS)
+CLUSTER_UP_ARGS = --etcd $(ETCD_BIN)/etcd --kube-apiserver $(KUBE_BIN)/kube-apiserver --kubectl $(KUBE_BIN)/kubectl \
+  $(foreach d,$(CLUSTER_CRDS),--crds $(d))
+cluster-up: testdrive cluster-bin
+	$(CONTROL_PLANE) up --dir $(CLUSTER_DIR) $(CLUSTER_UP_ARGS)
+
+cluster-down:
+	@if [ -x $(CONTROL_PLANE) ]; then $(CONTROL_PLANE) down --dir $(CLUSTER_DIR); else rm -rf $(CLUSTER_DIR); fi
+
+# Everything above a single policy against the real control plane (crates/control-plane,
+# README "Every manifest works as written"): its own cluster in $(CLUSTER_DIR)/e2e, stopped
+# when the run ends however it ends (the servers die with control-plane, and the trap stops
+# what is left); deploy/ applied server-side; every documented and generated manifest through
+# a server-side dry run; the chart linted, rendered for two sets of values and compared with
+# capsule-bindings install, then installed in place of deploy/; the tenant ceiling against the
+# live roles; install-e2e's cases and every Capsule scenario request sent through the API
+# server as the tenant, to the real policy-server under deploy/'s RBAC. Its last line
+# "cluster-e2e: kube-apiserver vX, N objects applied, M requests through the API server as
+# tenants, M as expected, RBAC by the API server (R reads granted, D refused as expected)".
+# Without Go (which builds the control plane) it says it was skipped (CI fails then).
+cluster-e2e: testdrive generated-manifests annotate
+	@if ! command -v go > /dev/null; then echo "cluster-e2e skipped: no go, which builds kube-apiserver, etcd and helm (e2e/cluster)"; exit 0; fi; \
+	if [ -z "$(POLICY_SERVER)" ]; then echo "cluster-e2e skipped: no policy-server (set POLICY_SERVER=/path/to/policy-server)"; exit 0; fi; \
+	$(MAKE) --no-print-directory cluster-bin || exit 1; \
+	trap '$(CONTROL_PLANE) down --dir $(CLUSTER_DIR)/e2e > /dev/null 2>&1 || true' EXIT; \
+	$(CONTROL_PLANE) e2e --dir $(CLUSTER_DIR)/e2e $(CLUSTER_UP_ARGS) --helm $(HELM_BIN)/helm \
+	  --capsule-bindings $(CAPSULE_BINDINGS) --policy-server $(POLICY_SERVER) \
+	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) \
+	  --generated $(TARGET_DIR)/manifests/capsule --generated $(TARGET_DIR)/manifests/install
+
+# The chart charts/tenancy-policies, written by capsule-bindings chart from install's own
+# objects (a test regenerates it and fails on any drift).
+chart: testdrive
+	$(CAPSULE_BINDINGS) chart --output charts/tenancy-policies
 
 # Kubewarden's CRDs (OpenAPI schemas every manifest is validated against): beside $(KWCTL)
 # in ../shared/kubewarden, else none (testdrive manifests then says the schemas were not applied).
@@ -182,8 +274,19 @@ KUBEWARDEN_CRDS ?= $(firstword $(wildcard $(dir $(KWCTL))../crds))
 # object of every test_data/<policy>/audit.yaml sent as Kubewarden's audit scanner sends it,
 # reported as the file expects; docs/semantics.md#audit). Its last line is
 # "N passed, N failed".
-check: policies testdrive
+check: policies testdrive generated-manifests
 	$(TESTDRIVE) capsule-check --wasm-dir $(WASM_DIR)
+	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) \
+	  --generated $(TARGET_DIR)/manifests/capsule --generated $(TARGET_DIR)/manifests/install
+	$(TESTDRIVE) shapes --wasm-dir $(WASM_DIR)
+	$(TESTDRIVE) audit --wasm-dir $(WASM_DIR)
+	$(TESTDRIVE) check --wasm-dir $(WASM_DIR)
+
+# The generated manifests make check and make cluster-e2e judge: capsule-bindings' conversion
+# of every test Tenant (those named invalid-* must be refused), capsule-bindings install with
+# every flag, the solar Tenant converted with placement flags, and deploy/ rendered by kubectl
+# kustomize.
+generated-manifests: policies testdrive
 	@rm -rf $(TARGET_DIR)/manifests/capsule && mkdir -p $(TARGET_DIR)/manifests/capsule
 	@for t in $(CAPSULE_DATA)/tenants/*.yaml; do \
 	  if $(CAPSULE_BINDINGS) convert $$t --registry ghcr.io/acme --wasm-dir $(WASM_DIR) \
@@ -202,11 +305,6 @@ check: policies testdrive
 	  kubectl kustomize deploy > $(TARGET_DIR)/manifests/install/kustomize-deploy.yaml && \
 	  echo "kubectl kustomize deploy: $$(grep -c '^kind:' $(TARGET_DIR)/manifests/install/kustomize-deploy.yaml) objects rendered"; \
 	else echo "kubectl kustomize deploy: skipped (no kubectl)"; fi
-	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) $(if $(KUBEWARDEN_CRDS),--crds $(KUBEWARDEN_CRDS)) \
-	  --generated $(TARGET_DIR)/manifests/capsule --generated $(TARGET_DIR)/manifests/install
-	$(TESTDRIVE) shapes --wasm-dir $(WASM_DIR)
-	$(TESTDRIVE) audit --wasm-dir $(WASM_DIR)
-	$(TESTDRIVE) check --wasm-dir $(WASM_DIR)
 
 # Every declarative case through the real kwctl: kwctl annotate (no warning allowed), kwctl
 # scaffold artifacthub, then kwctl run per case (replay sessions; `cluster:` objects recorded
@@ -302,7 +400,7 @@ publish-local: annotate
 	  $$sudo apt-get install -y $$missing || { $$sudo apt-get update && $$sudo apt-get install -y $$missing; }; fi
 	$(TESTDRIVE) publish-local --kwctl $(KWCTL) --policy-server $(POLICY_SERVER) --wasm-dir $(WASM_DIR) \
 	  --annotated-dir $(TARGET_DIR)/annotated --work-dir $(PUBLISH_DIR)
-	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) $(if $(KUBEWARDEN_CRDS),--crds $(KUBEWARDEN_CRDS)) \
+	$(TESTDRIVE) manifests --wasm-dir $(WASM_DIR) \
 	  --generated $(PUBLISH_DIR)/scaffold
 
 # The install directory run as Kubewarden runs it (needs $(POLICY_SERVER)). testdrive install-e2e:

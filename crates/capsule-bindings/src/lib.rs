@@ -35,6 +35,7 @@ pub mod admission;
 pub mod binding;
 pub mod catalogue;
 pub mod ceiling;
+pub mod chart;
 pub mod convert;
 pub mod error;
 pub mod hosts;

@@ -37,7 +37,7 @@ fn http_exchange(port: u16, head: String, body: &[u8]) -> Result<(u16, Vec<u8>)>
 }
 
 /// HTTP/1.0 POST (so that the answer is neither chunked nor kept alive).
-pub(crate) fn http_post(port: u16, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>)> {
+pub fn http_post(port: u16, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>)> {
     let head = format!(
         "POST {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -46,7 +46,7 @@ pub(crate) fn http_post(port: u16, path: &str, body: &[u8]) -> Result<(u16, Vec<
 }
 
 /// HTTP/1.0 GET: the status and the body.
-pub(crate) fn http_get(port: u16, path: &str) -> Result<(u16, Vec<u8>)> {
+pub fn http_get(port: u16, path: &str) -> Result<(u16, Vec<u8>)> {
     let head = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
     http_exchange(port, head, b"")
 }
@@ -69,7 +69,7 @@ fn ephemeral_start() -> u16 {
 /// ports, so that no outgoing connection (policy-server's own downloads among them) takes
 /// it before it is used; another server may still bind it first: good enough for tests on
 /// one machine.
-pub(crate) fn free_port(pair: bool) -> Result<u16> {
+pub fn free_port(pair: bool) -> Result<u16> {
     let bind = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port));
     let span = ephemeral_start().saturating_sub(LOWEST_PICKED + 1);
     // a start that differs between processes and between calls, so that concurrent tests

@@ -44,7 +44,7 @@ pub mod bench;
 pub mod capsule;
 pub mod cases;
 pub mod e2e;
-mod http;
+pub mod http;
 pub mod install;
 pub mod kube;
 pub mod manifests;

@@ -267,6 +267,8 @@ mod layers {
         ("policy-host", 5),
         ("capsule-bindings", 6),
         ("testdrive", 7),
+        // the harness of the real control plane, on the test host
+        ("control-plane", 8),
     ];
 
     /// The rank of a policy crate.

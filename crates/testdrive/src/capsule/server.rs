@@ -163,7 +163,7 @@ fn collect(
 }
 
 /// The bindings named `<prefix><name>` on PolicyServer `server`, and their policy ids.
-fn rename(manifests: Vec<Value>, prefix: &str, server: &str) -> (Vec<Value>, BTreeSet<String>) {
+pub fn rename(manifests: Vec<Value>, prefix: &str, server: &str) -> (Vec<Value>, BTreeSet<String>) {
     let mut ids = BTreeSet::new();
     let renamed = manifests
         .into_iter()

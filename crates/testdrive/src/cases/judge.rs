@@ -34,7 +34,9 @@ pub(crate) fn quote(s: Option<&str>) -> String {
     }
 }
 
-pub(crate) fn check_message(expect: &Expect, actual: Option<&str>, failures: &mut Vec<String>) {
+/// Adds to `failures` every way `actual` misses the expected message fragments, exact message
+/// or absence.
+pub fn check_message(expect: &Expect, actual: Option<&str>, failures: &mut Vec<String>) {
     let mut fragments: Vec<&String> = expect.message.iter().collect();
     fragments.extend(expect.messages.iter().flatten());
     for f in fragments {

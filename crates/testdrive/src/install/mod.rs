@@ -35,7 +35,8 @@ use crate::kube::apiserver::{FakeApi, Rbac};
 use crate::kube::controller::{
     Controller, ModulesDir, Namespaces, PolicyServerSpec, of_kind, read_objects,
 };
-use crate::release::publish::server::{Pick, pick_case};
+pub use crate::release::publish::server::Pick;
+use crate::release::publish::server::pick_case;
 pub use deployment::{Admission, Deployment, Step};
 use policy_host::error::{Error, Result};
 
@@ -130,22 +131,26 @@ pub fn install_server(objects: &[Value], name: Option<&str>) -> Result<(PolicySe
     Ok((server, rbac))
 }
 
-/// Removes `resource` from every ClusterRole rule of `objects`.
+/// Removes `resource` from every ClusterRole rule of `objects`, and every rule left with
+/// no resource (which the API server refuses).
 fn drop_role_resource(objects: &mut [Value], resource: &str) {
     for role in objects
         .iter_mut()
         .filter(|o| o.get("kind").and_then(Value::as_str) == Some("ClusterRole"))
     {
-        for rule in role
-            .get_mut("rules")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
+        let Some(rules) = role.get_mut("rules").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for rule in rules.iter_mut() {
             if let Some(resources) = rule.get_mut("resources").and_then(Value::as_array_mut) {
                 resources.retain(|r| r.as_str() != Some(resource));
             }
         }
+        rules.retain(|r| {
+            r.get("resources")
+                .and_then(Value::as_array)
+                .is_none_or(|a| !a.is_empty())
+        });
     }
 }
 
@@ -185,21 +190,48 @@ fn optional_rules(dir: &Path) -> Result<Vec<Value>> {
 }
 
 /// One context-aware policy's case and the id of its binding.
-struct Entry {
-    policy: String,
-    id: String,
-    pick: Pick,
+pub struct Entry {
+    /// The policy.
+    pub policy: String,
+    /// Its case binding's policy id (`clusterwide-install-e2e-<short>`).
+    pub id: String,
+    /// The case.
+    pub pick: Pick,
 }
 
-/// Runs install-e2e; prints a line per policy and every problem, then the summary.
-pub fn run(options: &InstallOptions) -> Result<InstallReport> {
-    let started = Instant::now();
+impl Entry {
+    /// Whether the policy `id` is installed for this case: the install's own bindings and
+    /// this case's (the other cases' bindings carry the other cases' settings).
+    pub fn installed(&self, id: &str) -> bool {
+        id == self.id || !id.starts_with(CASE_BINDING_ID)
+    }
+}
+
+/// install-e2e's install, before anything runs: the install's objects plus a binding per
+/// context-aware policy's case.
+pub struct Prepared {
+    /// The install's objects and the case bindings.
+    pub objects: Vec<Value>,
+    /// The PolicyServer under test.
+    pub server: PolicyServerSpec,
+    /// Its ServiceAccount's RBAC.
+    pub rbac: Rbac,
+    /// The cases.
+    pub entries: Vec<Entry>,
+    /// What the cases read, as the fake API server serves it.
+    pub cluster: FakeApi,
+    /// Policies without a case.
+    pub problems: Vec<String>,
+}
+
+/// Reads the install and picks a case per context-aware policy (see the module docs).
+pub fn prepare(options: &InstallOptions) -> Result<Prepared> {
     let mut objects = read_objects(std::slice::from_ref(&options.deploy))?;
     if let Some(Sabotage::DropRoleResource(resource)) = &options.sabotage {
         drop_role_resource(&mut objects, resource);
     }
     let (server, rbac) = install_server(&objects, options.server_name.as_deref())?;
-    let mut report = InstallReport::default();
+    let mut problems = Vec::new();
     let mut cluster = FakeApi::default();
     let mut entries = Vec::new();
     for dir in &options.policy_dirs {
@@ -213,9 +245,7 @@ pub fn run(options: &InstallOptions) -> Result<InstallReport> {
         let pick = match pick_case(dir, &binding, &mut cluster) {
             Ok(pick) => pick,
             Err(why) => {
-                report
-                    .problems
-                    .push(format!("{}: no case: {why}", binding.policy));
+                problems.push(format!("{}: no case: {why}", binding.policy));
                 continue;
             }
         };
@@ -241,6 +271,31 @@ pub fn run(options: &InstallOptions) -> Result<InstallReport> {
             pick,
         });
     }
+    Ok(Prepared {
+        objects,
+        server,
+        rbac,
+        entries,
+        cluster,
+        problems,
+    })
+}
+
+/// Runs install-e2e; prints a line per policy and every problem, then the summary.
+pub fn run(options: &InstallOptions) -> Result<InstallReport> {
+    let started = Instant::now();
+    let Prepared {
+        objects,
+        server,
+        rbac,
+        entries,
+        cluster,
+        problems,
+    } = prepare(options)?;
+    let mut report = InstallReport {
+        problems,
+        ..InstallReport::default()
+    };
     report.cases = entries.len() + report.problems.len();
     let controller = Controller::load(&objects, &server)?;
     report.loaded = controller.policies.len();
@@ -258,9 +313,8 @@ pub fn run(options: &InstallOptions) -> Result<InstallReport> {
     )?;
     for entry in &entries {
         // the install plus this case's binding: the other cases' bindings are not installed
-        let admission = deployment.admit(&entry.pick.request, &namespaces, |id| {
-            id == entry.id || !id.starts_with(CASE_BINDING_ID)
-        });
+        let admission =
+            deployment.admit(&entry.pick.request, &namespaces, |id| entry.installed(id));
         let problems = judge(entry, &admission);
         if problems.is_empty() {
             report.answered += 1;

@@ -1,5 +1,6 @@
-//! What makes a Kubewarden manifest of this bundle work as written: valid against
-//! Kubewarden's CRD schema, a module reference in the documented form naming a released
+//! What makes a Kubewarden manifest of this bundle work as written, beyond what the API
+//! server checks (the CRDs' schemas, names and metadata: `make cluster-e2e` applies every
+//! manifest with a server-side dry run): a module reference in the documented form naming a released
 //! version, settings the policy's own `validate_settings` accepts, `rules` within the
 //! metadata's, `mutating` only where the metadata allows it, and `contextAwareResources`
 //! granting every resource the metadata declares (narrowed only where the manifest says
@@ -10,8 +11,6 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::extract::Written;
-use super::openapi::{KindSchema, validate};
-use kube_values::labels::is_dns_subdomain;
 use policy_host::host::Host;
 use policy_host::metadata::Metadata;
 
@@ -29,8 +28,6 @@ pub struct Policy {
 
 /// What every manifest is checked against.
 pub struct Context<'a> {
-    /// Kubewarden's CRD schemas (`None`: schema validation skipped).
-    pub kinds: Option<&'a [KindSchema]>,
     /// The bundle's policies by name.
     pub policies: &'a BTreeMap<String, Policy>,
     /// The identity's OCI repository prefix: documentation must reference modules under it.
@@ -65,35 +62,7 @@ pub fn check(written: &Written, source: Source, ctx: &Context<'_>) -> Verdict {
             return verdict;
         }
     };
-    let api_version = value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("");
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
-    if let Some(kinds) = ctx.kinds {
-        match kinds
-            .iter()
-            .find(|k| k.api_version == api_version && k.kind == kind)
-        {
-            Some(k) => {
-                // ObjectMeta is the API server's own, not the CRD schema's (`metadata: {type: object}`)
-                let mut body = value.clone();
-                let meta = body.as_object_mut().and_then(|m| m.remove("metadata"));
-                verdict.problems.extend(validate(&k.schema, &body, ""));
-                verdict.problems.extend(object_meta(meta.as_ref()));
-            }
-            None => verdict.problems.push(format!(
-                "{api_version} {kind:?} is not a kind Kubewarden's CRDs serve"
-            )),
-        }
-    }
-    match value.pointer("/metadata/name").and_then(Value::as_str) {
-        Some(name) if is_dns_subdomain(name) => {}
-        Some(name) => verdict.problems.push(format!(
-            "metadata.name: {name:?} is not a DNS subdomain (lowercase letters, digits, '-', '.')"
-        )),
-        None => verdict.problems.push("metadata.name: required".into()),
-    }
     let spec = value.get("spec").cloned().unwrap_or(Value::Null);
     if let Some(problem) = dropped_match_labels(kind, &spec) {
         verdict.problems.push(problem);
@@ -383,38 +352,6 @@ fn covers_resource(allowed: &[String], resource: &str) -> bool {
     })
 }
 
-/// The parts of ObjectMeta a manifest may set: string maps of labels and annotations, a
-/// namespace name; the name is checked by the caller.
-fn object_meta(meta: Option<&Value>) -> Vec<String> {
-    let mut out = Vec::new();
-    let Some(meta) = meta else {
-        return out;
-    };
-    let Some(map) = meta.as_object() else {
-        return vec![format!("metadata: {meta} is not a mapping")];
-    };
-    for (key, value) in map {
-        match key.as_str() {
-            "name" | "namespace" | "generateName" => {
-                if !value.is_string() {
-                    out.push(format!("metadata.{key}: {value} is not a string"));
-                }
-            }
-            "labels" | "annotations" => {
-                let strings = value
-                    .as_object()
-                    .is_some_and(|m| m.values().all(Value::is_string));
-                if !strings {
-                    out.push(format!("metadata.{key}: not a map of strings"));
-                }
-            }
-            "finalizers" | "ownerReferences" => {}
-            other => out.push(format!("metadata.{other}: not a field a manifest sets")),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,21 +435,6 @@ mod tests {
     }
 
     #[test]
-    fn object_meta_takes_names_and_string_maps() {
-        let good = serde_json::json!({"name": "a", "labels": {"x": "y"}, "annotations": {}});
-        assert!(object_meta(Some(&good)).is_empty());
-        let bad = serde_json::json!({"name": 1, "labels": {"x": 1}, "uid": "u"});
-        assert_eq!(
-            object_meta(Some(&bad)),
-            vec![
-                "metadata.name: 1 is not a string",
-                "metadata.labels: not a map of strings",
-                "metadata.uid: not a field a manifest sets"
-            ]
-        );
-    }
-
-    #[test]
     fn resource_wildcards_follow_kubernetes() {
         let all = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert!(covers_resource(&all(&["*"]), "pods"));
@@ -522,15 +444,5 @@ mod tests {
         assert!(!covers_resource(&all(&["pods/*"]), "pods"));
         assert!(covers_resource(&all(&["*/scale"]), "deployments/scale"));
         assert!(!covers_resource(&all(&["pods"]), "services"));
-    }
-
-    #[test]
-    fn names_must_be_dns_subdomains() {
-        assert!(is_dns_subdomain("solar-priority-class"));
-        assert!(is_dns_subdomain("a.b-c"));
-        assert!(!is_dns_subdomain("Solar"));
-        assert!(!is_dns_subdomain("-a"));
-        assert!(!is_dns_subdomain("a..b"));
-        assert!(!is_dns_subdomain(""));
     }
 }

@@ -12,7 +12,6 @@
 pub mod binding;
 pub mod extract;
 pub mod kubernetes;
-pub mod openapi;
 pub mod questions;
 
 use std::collections::BTreeMap;
@@ -39,8 +38,6 @@ pub struct ManifestsOptions {
     pub root: PathBuf,
     /// Where the policy wasm files are.
     pub wasm_dir: PathBuf,
-    /// Kubewarden's CRDs (`None`: no schema validation).
-    pub crds: Option<PathBuf>,
     /// Generated manifests: files, or directories of `*.yaml` / `*.yml` files.
     pub generated: Vec<PathBuf>,
 }
@@ -60,8 +57,6 @@ pub struct ManifestsReport {
     pub files: usize,
     /// Members whose module is another publisher's.
     pub foreign_modules: usize,
-    /// Whether the CRD schemas were applied.
-    pub schema_checked: bool,
     /// Policies whose questions-ui.yml has no problem, of all.
     pub questions_valid: (usize, usize),
     /// Policies whose example settings are accepted, of all.
@@ -76,37 +71,13 @@ pub struct ManifestsReport {
 pub fn run(opts: &ManifestsOptions) -> Result<ManifestsReport> {
     let root = &opts.root;
     let identity = Identity::from_root(root)?;
-    let kinds = opts.crds.as_deref().map(openapi::load_crds).transpose()?;
     let policies = load_policies(root, &opts.wasm_dir)?;
     let ctx = Context {
-        kinds: kinds.as_deref(),
         policies: &policies,
         registry: &identity.registry,
     };
-    let mut report = ManifestsReport {
-        schema_checked: kinds.is_some(),
-        ..ManifestsReport::default()
-    };
-    let sources = documented_files(root)?
-        .into_iter()
-        .map(|f| (f, Source::Documented))
-        .chain(
-            generated_files(&opts.generated)?
-                .into_iter()
-                .map(|f| (f, Source::Generated)),
-        );
-    for (file, source) in sources {
-        let text = read_text(&file)?;
-        let shown = file
-            .strip_prefix(root)
-            .unwrap_or(&file)
-            .display()
-            .to_string();
-        let found: Vec<Written> = if file.extension().is_some_and(|e| e == "md") {
-            extract::from_markdown(&text, &shown)
-        } else {
-            extract::from_yaml(&text, &shown)
-        };
+    let mut report = ManifestsReport::default();
+    for (found, source) in written(root, &opts.generated)? {
         if found.is_empty() {
             continue;
         }
@@ -152,6 +123,35 @@ pub fn run(opts: &ManifestsOptions) -> Result<ManifestsReport> {
         ));
     }
     Ok(report)
+}
+
+/// Every Kubewarden manifest of the documentation and of the generated files (`generated`:
+/// files, or directories of YAML files), file by file, in order.
+pub fn written(root: &Path, generated: &[PathBuf]) -> Result<Vec<(Vec<Written>, Source)>> {
+    let sources = documented_files(root)?
+        .into_iter()
+        .map(|f| (f, Source::Documented))
+        .chain(
+            generated_files(generated)?
+                .into_iter()
+                .map(|f| (f, Source::Generated)),
+        );
+    let mut out = Vec::new();
+    for (file, source) in sources {
+        let text = read_text(&file)?;
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        let found = if file.extension().is_some_and(|e| e == "md") {
+            extract::from_markdown(&text, &shown)
+        } else {
+            extract::from_yaml(&text, &shown)
+        };
+        out.push((found, source));
+    }
+    Ok(out)
 }
 
 /// Each policy's metadata and module.

@@ -44,6 +44,10 @@ enum Command {
     /// `contextAwareResources` name, its ClusterRoleBinding, the cluster-wide baseline
     /// bindings and kustomization.yaml.
     Install(InstallArgs),
+    /// Write the Helm chart (`helm install -n kubewarden tenancy-policies <dir>`): the install
+    /// directory's objects templated on install's options (values.yaml, values.schema.json),
+    /// without kustomization.yaml.
+    Chart(ChartArgs),
     /// Print the baseline tenant ceiling beside the `edit` and `admin` ClusterRoles of the
     /// roles given (Kubernetes' bootstrap policy, or `kubectl get clusterroles -o yaml` of a
     /// live cluster), aggregated as Kubernetes aggregates them, as a Markdown table. Fails
@@ -133,6 +137,13 @@ struct InstallArgs {
 }
 
 #[derive(Args)]
+struct ChartArgs {
+    /// The chart directory to write (created if missing; its files of the same names replaced).
+    #[arg(long, short, default_value = "charts/tenancy-policies")]
+    output: PathBuf,
+}
+
+#[derive(Args)]
 struct ConvertArgs {
     /// Tenant manifests (`-` for stdin); several Tenants per file are allowed.
     #[arg(required = true)]
@@ -183,6 +194,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => convert(a),
         Command::Try(a) => try_requests(a),
         Command::Install(a) => install_dir(a),
+        Command::Chart(a) => chart_dir(a),
         Command::Ceiling(a) => ceiling(a),
     };
     match result {
@@ -291,6 +303,17 @@ fn install_dir(args: InstallArgs) -> Result<ExitCode> {
     }
     eprintln!(
         "capsule-bindings: wrote {} files to {} (kubectl apply -k {})",
+        files.len(),
+        args.output.display(),
+        args.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn chart_dir(args: ChartArgs) -> Result<ExitCode> {
+    let files = capsule_bindings::chart::write(&args.output)?;
+    eprintln!(
+        "capsule-bindings: wrote {} files to {} (helm install -n kubewarden tenancy-policies {})",
         files.len(),
         args.output.display(),
         args.output.display()

@@ -332,10 +332,6 @@ pub(crate) struct ManifestsArgs {
     /// Where the policy wasm files are.
     #[arg(long, default_value = "target/wasm32-wasip1/release")]
     pub(crate) wasm_dir: PathBuf,
-    /// Kubewarden's CustomResourceDefinitions (schemas to validate against); without it the
-    /// schema check is skipped, and said so.
-    #[arg(long)]
-    pub(crate) crds: Option<PathBuf>,
     /// Generated manifests to check too (files, or directories of YAML files).
     #[arg(long)]
     pub(crate) generated: Vec<PathBuf>,

@@ -235,27 +235,41 @@ impl FakeApi {
         self.rbac.clone().unwrap_or_default().forbidden(access)
     }
 
-    /// The Namespace objects it serves (got, or listed).
-    pub fn namespaces(&self) -> Vec<Value> {
+    /// Every object it serves (got, or listed; a listed item gets its list's `apiVersion`
+    /// and kind), for a real API server to hold the same state.
+    pub fn objects(&self) -> Vec<Value> {
         let got = self
             .objects
             .values()
             .filter(|a| a.status == 200)
-            .filter_map(|a| serde_json::from_str::<Value>(&a.body).ok());
+            .filter_map(|a| serde_json::from_str::<Value>(&a.body).ok())
+            .filter(|o| o.get("kind").and_then(Value::as_str).is_some());
         let listed = self.lists.values().flat_map(|l| match l {
-            Listed::Items { kind, items, .. } if kind == "Namespace" => items
+            Listed::Items {
+                api_version,
+                kind,
+                items,
+            } => items
                 .iter()
                 .map(|i| {
                     let mut i = i.clone();
                     if let Some(map) = i.as_object_mut() {
-                        map.insert("kind".into(), json!("Namespace"));
+                        let kind = kind.strip_suffix("List").unwrap_or(kind);
+                        map.insert("kind".into(), json!(kind));
+                        map.insert("apiVersion".into(), json!(api_version));
                     }
                     i
                 })
                 .collect(),
-            _ => Vec::new(),
+            Listed::Failed(_) => Vec::new(),
         });
-        got.chain(listed)
+        got.chain(listed).collect()
+    }
+
+    /// The Namespace objects it serves (got, or listed).
+    pub fn namespaces(&self) -> Vec<Value> {
+        self.objects()
+            .into_iter()
             .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Namespace"))
             .collect()
     }

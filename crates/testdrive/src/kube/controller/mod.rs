@@ -126,6 +126,12 @@ pub struct LoadedPolicy {
     pub route: Route,
     /// Its module references (a group's: every member's).
     pub modules: Vec<String>,
+    /// Its webhook as the controller writes it into the Validating- or
+    /// MutatingWebhookConfiguration named after the id: name, rules, namespaceSelector
+    /// (matchExpressions only, its own namespace excluded), objectSelector, matchConditions,
+    /// failurePolicy, matchPolicy, sideEffects, timeoutSeconds; every field but its
+    /// `clientConfig` (the Service of the PolicyServer, path `/validate/<id>`).
+    pub webhook: Value,
 }
 
 /// The controller's view of an install for one PolicyServer.
@@ -140,6 +146,51 @@ pub struct Controller {
     /// What the controller does differently from what a binding says (matchConditions not
     /// evaluated here, namespaceSelector labels dropped).
     pub notes: Vec<String>,
+}
+
+/// The webhook of binding `id` (see [`LoadedPolicy::webhook`]): the spec's fields, Kubewarden's
+/// defaults where it has none, a namespaced binding's rules scoped to namespaces.
+fn webhook(id: &str, cluster_wide: bool, spec: &Value, namespace_selector: Value) -> Value {
+    let text = |field: &str, default: &str| {
+        Value::String(
+            text_at(spec, &format!("/{field}"))
+                .unwrap_or(default)
+                .to_owned(),
+        )
+    };
+    let rules: Vec<Value> = spec
+        .get("rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let mut r = r.clone();
+            if !cluster_wide && let Some(m) = r.as_object_mut() {
+                m.insert("scope".into(), Value::String("Namespaced".into()));
+            }
+            r
+        })
+        .collect();
+    let mut webhook = json!({
+        "name": format!("{id}.kubewarden.admission"),
+        "rules": rules,
+        "failurePolicy": text("failurePolicy", "Fail"),
+        "matchPolicy": text("matchPolicy", "Equivalent"),
+        "sideEffects": text("sideEffects", "None"),
+        "timeoutSeconds": spec.get("timeoutSeconds").cloned().unwrap_or(json!(10)),
+        "admissionReviewVersions": ["v1"],
+    });
+    if let Some(m) = webhook.as_object_mut() {
+        if !namespace_selector.is_null() {
+            m.insert("namespaceSelector".into(), namespace_selector);
+        }
+        for field in ["objectSelector", "matchConditions"] {
+            if let Some(v) = non_empty(spec.get(field)) {
+                m.insert(field.into(), v);
+            }
+        }
+    }
+    webhook
 }
 
 fn text_at<'a>(value: &'a Value, path: &str) -> Option<&'a str> {
@@ -349,7 +400,8 @@ impl Controller {
         } else {
             policy_entry(&spec, settings, &common, &mut modules).map_err(invalid)?
         };
-        let route = self.route(&id, cluster_wide, namespace.as_deref(), &spec)?;
+        let (route, selector) = self.route(&id, cluster_wide, namespace.as_deref(), &spec)?;
+        let webhook = webhook(&id, cluster_wide, &spec, selector);
         if let Some(conditions) = spec
             .get("matchConditions")
             .and_then(Value::as_array)
@@ -369,6 +421,7 @@ impl Controller {
             mutating,
             route,
             modules,
+            webhook,
         })
     }
 
@@ -379,7 +432,7 @@ impl Controller {
         cluster_wide: bool,
         namespace: Option<&str>,
         spec: &Value,
-    ) -> Result<Route> {
+    ) -> Result<(Route, Value)> {
         let invalid = |why: Error| Error::Invalid(format!("{id}: {why}"));
         let scope = (!cluster_wide).then_some(Scope::Namespaced);
         let rules = spec
@@ -422,11 +475,12 @@ impl Controller {
                 json!({"matchExpressions": expressions})
             }
         };
-        Ok(Route {
+        let route = Route {
             rules,
             namespace_selector: Selector::from_value(Some(&selector)).map_err(invalid)?,
             object_selector: Selector::from_value(spec.get("objectSelector")).map_err(invalid)?,
-        })
+        };
+        Ok((route, selector))
     }
 
     /// policies.yml, every module reference replaced by the `file://` URI of its local

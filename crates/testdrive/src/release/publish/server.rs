@@ -28,21 +28,21 @@ use policy_host::replay::Recorder;
 
 /// The case policy-server answers for one policy, with testdrive's answer.
 #[derive(Debug, Clone)]
-pub(crate) struct Pick {
+pub struct Pick {
     /// The case's name.
-    pub(crate) name: String,
+    pub name: String,
     /// Its case file.
-    pub(crate) file: PathBuf,
+    pub file: PathBuf,
     /// Its settings (the policy's settings in policies.yml).
-    pub(crate) settings: Value,
+    pub settings: Value,
     /// Its AdmissionRequest.
-    pub(crate) request: Value,
+    pub request: Value,
     /// What it expects.
-    pub(crate) expect: Expect,
+    pub expect: Expect,
     /// testdrive's answer.
-    pub(crate) testdrive: Evaluation,
+    pub testdrive: Evaluation,
     /// Lookups answered by the fake API server.
-    pub(crate) lookups: usize,
+    pub lookups: usize,
 }
 
 /// Chooses the case of the policy in `dir`: the first request case with an expected verdict
@@ -91,6 +91,14 @@ fn candidate(case: &ResolvedCase, binding: &PolicyBinding) -> Option<(Pick, Fake
     let scenario = case.scenario.as_ref().ok()?;
     let request = scenario.request.clone()?;
     if case.expect.allowed.is_none() || case.expect.settings_valid == Some(false) {
+        return None;
+    }
+    // a user's request, as the API server sends it (the audit scanner's carry no user)
+    if request
+        .pointer("/userInfo/username")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
         return None;
     }
     let routed = Request::new(&request);

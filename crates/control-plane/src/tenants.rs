@@ -1,0 +1,187 @@
+//! Every Capsule scenario request through the API server: each scenario's Tenant converted
+//! (its bindings renamed `s<NN>-<name>` and placed on deploy/'s PolicyServer, as `make
+//! install-e2e` places them), all loaded into one real policy-server whose reads deploy/'s
+//! ClusterRole allows or refuses; per scenario its webhooks registered, and per request its
+//! cluster state written as real objects and the request sent as its user. The verdict, the
+//! refusing binding and its message, and every expected mutation must be the scenario's.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::admission::{self, Outcome, policy_id};
+use crate::cluster::Cluster;
+use crate::error::Result;
+use crate::state::{State, for_request};
+use crate::tally::Tally;
+use crate::verdict::{describe_refusal, patch_missing};
+use capsule_bindings::hosts::Hosts;
+use testdrive::capsule::scenario::{AdmittedRequest, admit_scenario, scenario_files};
+use testdrive::capsule::server::rename;
+use testdrive::cases::judge::check_message;
+use testdrive::install::install_server;
+use testdrive::kube::controller::{BINDING_KINDS, Controller, read_objects};
+
+/// What the scenarios need.
+pub struct TenantsOptions {
+    /// policy-server.
+    pub policy_server: PathBuf,
+    /// The annotated modules.
+    pub modules_dir: PathBuf,
+    /// The policy wasm files (testdrive judges each request first).
+    pub wasm_dir: PathBuf,
+    /// The install directory.
+    pub deploy: PathBuf,
+    /// Scenario files or directories of them.
+    pub scenarios: Vec<PathBuf>,
+}
+
+/// One scenario's bindings and requests.
+struct Scenario {
+    stem: String,
+    ids: BTreeSet<String>,
+    prefix: String,
+    requests: Vec<AdmittedRequest>,
+}
+
+/// Every request of every scenario through the API server.
+pub fn run(
+    cluster: &Cluster,
+    options: &TenantsOptions,
+    state: &mut State,
+    tally: &mut Tally,
+) -> Result<()> {
+    let files = scenario_files(&options.scenarios).map_err(crate::error::Error::Bindings)?;
+    let mut hosts = Hosts::new(options.wasm_dir.clone());
+    let install = read_objects(std::slice::from_ref(&options.deploy))?;
+    let (server, _) = install_server(&install, None)?;
+    let mut objects: Vec<Value> = install
+        .into_iter()
+        .filter(|o| {
+            !o.get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| BINDING_KINDS.contains(&k))
+        })
+        .collect();
+    let mut scenarios = Vec::new();
+    for (n, file) in files.iter().enumerate() {
+        let stem = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let admitted = match admit_scenario(file, &mut hosts) {
+            Ok(s) => s,
+            Err(e) => {
+                tally.problems.push(format!("{stem}: {e}"));
+                continue;
+            }
+        };
+        let prefix = format!("s{n:02}-");
+        let (renamed, ids) = rename(admitted.manifests, &prefix, &server.name);
+        objects.extend(renamed);
+        scenarios.push(Scenario {
+            stem,
+            ids,
+            prefix: format!("clusterwide-{prefix}"),
+            requests: admitted.requests,
+        });
+    }
+    let controller = Controller::load(&objects, &server)?;
+    let served = admission::serve_controller(
+        cluster,
+        &options.policy_server,
+        &options.modules_dir,
+        &controller,
+        "policy-server-tenants",
+    )?;
+    admission::grant_requesters(
+        cluster,
+        scenarios
+            .iter()
+            .flat_map(|s| s.requests.iter().map(|r| &r.request)),
+    )?;
+    let (mut sent, mut passed) = (0, 0);
+    for scenario in &scenarios {
+        let installed: Vec<_> = controller
+            .policies
+            .iter()
+            .filter(|p| scenario.ids.contains(&p.id))
+            .collect();
+        admission::register(cluster, &installed, served.port)?;
+        for admitted in &scenario.requests {
+            let label = format!("{} › {}", scenario.stem, admitted.case.name);
+            if let Some(why) = admission::unsendable(&admitted.request) {
+                tally.unsendable.push(format!("{label}: {why}"));
+                continue;
+            }
+            if let Err(e) = state.reach(cluster, &for_request(&admitted.objects, &admitted.request))
+            {
+                tally.fail(&label, vec![format!("its cluster state: {e}")]);
+                continue;
+            }
+            let outcome = admission::send(cluster, &admitted.request)?;
+            sent += 1;
+            let failures = judge(scenario, admitted, &outcome);
+            if failures.is_empty() {
+                passed += 1;
+            } else {
+                tally.fail(&label, failures);
+            }
+        }
+    }
+    admission::unregister(cluster)?;
+    served.stop();
+    tally.requests += sent;
+    tally.as_expected += passed;
+    println!(
+        "Capsule scenarios through the API server: {passed}/{sent} requests as expected, {} scenarios, {} bindings loaded by one policy-server",
+        scenarios.len(),
+        controller.policies.len()
+    );
+    Ok(())
+}
+
+/// How the API server's answer differs from the scenario's expectations.
+fn judge(scenario: &Scenario, admitted: &AdmittedRequest, outcome: &Outcome) -> Vec<String> {
+    let expect = &admitted.case.expect;
+    let mut failures = Vec::new();
+    if expect.allowed != outcome.allowed {
+        failures.push(format!(
+            "allowed: expected {}, got {}{}",
+            expect.allowed,
+            outcome.allowed,
+            describe_refusal(outcome)
+        ));
+        return failures;
+    }
+    if !outcome.allowed {
+        let by = outcome
+            .refused_by
+            .as_deref()
+            .map(policy_id)
+            .and_then(|id| id.strip_prefix(&scenario.prefix));
+        match by.and_then(|name| expect.policies.get(name).map(|e| (name, e))) {
+            Some((_, own)) if own.allowed == Some(false) => {
+                check_message(own, Some(&outcome.message), &mut failures);
+            }
+            _ => failures.push(format!(
+                "refused by a binding the scenario does not expect to refuse{}",
+                describe_refusal(outcome)
+            )),
+        }
+        return failures;
+    }
+    if let (Some(sent), Some(object)) = (admitted.request.get("object"), &outcome.object) {
+        for (name, own) in &expect.policies {
+            if let Some(patch) = &own.patch {
+                failures.extend(
+                    patch_missing(patch, sent, object)
+                        .into_iter()
+                        .map(|f| format!("{name}: {f}")),
+                );
+            }
+        }
+    }
+    failures
+}
