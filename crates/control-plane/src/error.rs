@@ -27,9 +27,6 @@ pub enum Error {
     /// JSON that does not decode or encode.
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
-    /// YAML that does not decode or encode.
-    #[error("YAML: {0}")]
-    Yaml(#[from] serde_yaml::Error),
     /// testdrive or capsule-bindings refused.
     #[error("{0}")]
     Host(#[from] policy_host::error::Error),

@@ -336,7 +336,6 @@ pub fn up(opts: &UpOptions) -> Result<Cluster> {
         ready,
     )?;
     cluster.crds = apply_crds(&cluster.admin, &yaml_files(&opts.crds)?)?;
-    write(&dir.join("cluster.json"), json!({"port": port}).to_string())?;
     Ok(cluster)
 }
 
