@@ -195,7 +195,7 @@ KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg
   -X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=$(call kube_minor,$(KUBE_VERSION)) \
   -X $(pkg).gitTreeState=clean)
 CLUSTER_TOOLS := $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kubectl $(ETCD_BIN)/etcd $(HELM_BIN)/helm
-.PHONY: cluster-bin cluster-up cluster-down cluster-e2e generated-manifests chart
+.PHONY: cluster-bin capsule-bin cluster-up cluster-down cluster-e2e generated-manifests chart
 cluster-bin: $(CLUSTER_TOOLS)
 $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kubectl &:
 	@mkdir -p $(KUBE_BIN)
@@ -214,6 +214,21 @@ $(HELM_BIN)/helm:
 	    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$minor" \
 	  -o $(HELM_BIN)/.helm helm.sh/helm/v3/cmd/helm
 	mv $(HELM_BIN)/.helm $@
+
+# Capsule's controller and webhook server (github.com/projectcapsule/capsule cmd/controller,
+# pinned by e2e/cluster/capsule), the judge of make capsule-compare, its version reported as
+# Capsule's own build reports it.
+CAPSULE_VERSION := $(call go_require,capsule,github.com/projectcapsule/capsule)
+CAPSULE_BIN := $(CLUSTER_CACHE)/capsule-$(CAPSULE_VERSION)
+capsule-bin: $(CAPSULE_BIN)/capsule
+$(CAPSULE_BIN)/capsule:
+	@mkdir -p $(CAPSULE_BIN)
+	cd e2e/cluster/capsule && go build -trimpath \
+	  -ldflags "-X github.com/projectcapsule/capsule/internal/version.GitTag=$(CAPSULE_VERSION) \
+	    -X github.com/projectcapsule/capsule/internal/version.GitRepo=github.com/projectcapsule/capsule \
+	    -X github.com/projectcapsule/capsule/internal/version.GitDirty=" \
+	  -o $(CAPSULE_BIN)/.capsule github.com/projectcapsule/capsule/cmd/controller
+	mv $(CAPSULE_BIN)/.capsule $@
 
 # The cluster of make cluster-up / cluster-e2e (crates/control-plane): etcd and kube-apiserver
 # on loopback ports, a client-certificate admin in system:masters (kubectl --kubeconfig
