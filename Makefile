@@ -195,7 +195,7 @@ KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg
   -X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=$(call kube_minor,$(KUBE_VERSION)) \
   -X $(pkg).gitTreeState=clean)
 CLUSTER_TOOLS := $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kubectl $(ETCD_BIN)/etcd $(HELM_BIN)/helm
-.PHONY: cluster-bin capsule-bin cluster-up cluster-down cluster-e2e generated-manifests chart
+.PHONY: cluster-bin capsule-bin cluster-up cluster-down cluster-e2e capsule-compare generated-manifests chart
 cluster-bin: $(CLUSTER_TOOLS)
 $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kubectl &:
 	@mkdir -p $(KUBE_BIN)
@@ -268,6 +268,25 @@ cluster-e2e: testdrive generated-manifests annotate
 	  --capsule-bindings $(CAPSULE_BINDINGS) --policy-server $(POLICY_SERVER) \
 	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) \
 	  --generated $(TARGET_DIR)/manifests/capsule --generated $(TARGET_DIR)/manifests/install
+
+# Capsule itself as the judge of the Capsule scenarios (crates/control-plane capsule/, README
+# "Coming from Capsule"): every scenario request through the bundle's plane as cluster-e2e
+# sends it, then through Capsule's plane (its own kube-apiserver on the same etcd, Capsule's
+# CRDs and the CapsuleConfiguration its chart renders, Capsule run out of cluster on a test
+# host, a network namespace in 198.18.0.0/30, where its webhook server listens), as the same
+# user with a server-side dry run, and the two answers compared. Its last line
+# "capsule-compare: N requests, A agree, D disagree (R reported by convert, K documented, S
+# silent)". It needs root (the test host's network namespace).
+CAPSULE_CHART ?= $(abspath ../shared/capsule/chart)
+capsule-compare: testdrive annotate
+	@if ! command -v go > /dev/null; then echo "capsule-compare skipped: no go, which builds Capsule and the control plane (e2e/cluster)"; exit 0; fi; \
+	if [ -z "$(POLICY_SERVER)" ]; then echo "capsule-compare skipped: no policy-server (set POLICY_SERVER=/path/to/policy-server)"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "capsule-compare skipped: not root, which the test host's network namespace needs"; exit 0; fi; \
+	$(MAKE) --no-print-directory cluster-bin capsule-bin || exit 1; \
+	trap '$(CONTROL_PLANE) down --dir $(CLUSTER_DIR)/compare > /dev/null 2>&1 || true' EXIT; \
+	$(CONTROL_PLANE) compare --dir $(CLUSTER_DIR)/compare $(CLUSTER_UP_ARGS) --helm $(HELM_BIN)/helm \
+	  --capsule $(CAPSULE_BIN)/capsule --capsule-chart $(CAPSULE_CHART) --policy-server $(POLICY_SERVER) \
+	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR)
 
 # The chart charts/tenancy-policies, written by capsule-bindings chart from install's own
 # objects (a test regenerates it and fails on any drift).

@@ -73,7 +73,7 @@ pub fn serve(
     let kubeconfig = dir.join("kubeconfig.json");
     token_kubeconfig(cluster, token.trim(), &kubeconfig)?;
     let authority = Authority::load(&cluster.dir)?;
-    let tls = authority.issue(dir, "policy-server", Subject::Server("policy-server"))?;
+    let tls = authority.issue(dir, "policy-server", Subject::Server("policy-server", &[]))?;
     let policies_file = dir.join("policies.yml");
     write(&policies_file, serde_json::to_string_pretty(policies)?)?;
     let port = testdrive::http::free_port(true)?;

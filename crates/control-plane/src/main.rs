@@ -2,6 +2,7 @@
 //! `make cluster-down`, `make cluster-e2e`; README "Every manifest works as written").
 
 mod admission;
+mod capsule;
 mod cases;
 mod ceiling;
 mod chart;
@@ -42,6 +43,8 @@ enum Command {
     },
     /// Starts a cluster for this run, checks everything against it, stops it.
     E2e(E2eArgs),
+    /// Sends every Capsule scenario request to the bundle and to Capsule, compares.
+    Compare(CompareArgs),
 }
 
 #[derive(Args)]
@@ -93,12 +96,43 @@ struct E2eArgs {
     scenarios: Vec<PathBuf>,
 }
 
+#[derive(Args)]
+struct CompareArgs {
+    #[command(flatten)]
+    up: UpArgs,
+    /// helm (renders Capsule's chart).
+    #[arg(long)]
+    helm: PathBuf,
+    /// Capsule's controller (`make capsule-bin`).
+    #[arg(long)]
+    capsule: PathBuf,
+    /// Capsule's chart, its CRDs in `crds/`.
+    #[arg(long)]
+    capsule_chart: PathBuf,
+    /// The repository root.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// policy-server.
+    #[arg(long)]
+    policy_server: PathBuf,
+    /// The annotated modules (`<policy>.wasm`, `make annotate`).
+    #[arg(long, default_value = "target/annotated")]
+    modules_dir: PathBuf,
+    /// The policy wasm files.
+    #[arg(long, default_value = "target/wasm32-wasip1/release")]
+    wasm_dir: PathBuf,
+    /// Capsule scenario files or directories of them.
+    #[arg(long, default_value = "crates/capsule-bindings/cases")]
+    scenarios: Vec<PathBuf>,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Up(a) => up(a),
         Command::Down { dir } => down(&dir),
         Command::E2e(a) => e2e(a),
+        Command::Compare(a) => compare(a),
     };
     match result {
         Ok(code) => code,
@@ -158,12 +192,12 @@ fn down(dir: &std::path::Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Stops the run's cluster however the run ends.
+/// Stops the run's cluster however the run ends, its servers' logs kept in `<dir>.logs`.
 struct Stop(PathBuf);
 
 impl Drop for Stop {
     fn drop(&mut self) {
-        if let Err(e) = cluster::down(&self.0) {
+        if let Err(e) = cluster::down_keeping_logs(&self.0) {
             eprintln!("control-plane: stopping {}: {e}", self.0.display());
         }
     }
@@ -215,14 +249,9 @@ fn requests(
     state.clear(cluster)
 }
 
-fn e2e(a: E2eArgs) -> Result<ExitCode> {
-    let _stop = Stop(a.up.dir.clone());
-    let cluster = cluster::up(&up_options(&a.up, Lifetime::ThisRun))?;
-    let version = server_version(&cluster)?;
-    println!(
-        "kube-apiserver {version} on https://127.0.0.1:{}, {} CRDs established",
-        cluster.port, cluster.crds
-    );
+/// The APIs a plain kube-apiserver lacks and some policies read: OpenShift's Groups and
+/// Users, as CRDs named test doubles.
+fn test_doubles(cluster: &Cluster) -> Result<()> {
     cluster
         .admin
         .apply(&stand_ins::openshift_user_api(), "tenancy-e2e")?;
@@ -240,6 +269,101 @@ fn e2e(a: E2eArgs) -> Result<ExitCode> {
     println!(
         "test doubles: OpenShift's user.openshift.io Groups and Users as CRDs (a plain kube-apiserver serves no such API)"
     );
+    Ok(())
+}
+
+/// The version Capsule's controller reports (`Capsule Version <v>` in its log).
+fn capsule_version(capsule: &std::path::Path) -> Result<String> {
+    let out = std::process::Command::new(capsule)
+        .arg("--version")
+        .output()
+        .map_err(|e| Error::Command {
+            program: format!("{} --version", capsule.display()),
+            detail: e.to_string(),
+        })?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.split("Capsule Version ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|v| v.trim_matches('"').to_owned())
+        .ok_or_else(|| Error::Invalid(format!("{}: no version", capsule.display())))
+}
+
+/// Every Capsule scenario request through the bundle's plane, then through Capsule's, and
+/// the answers compared.
+fn compare(a: CompareArgs) -> Result<ExitCode> {
+    let _stop = Stop(a.up.dir.clone());
+    let capsule_version = capsule_version(&a.capsule)?;
+    let opts = up_options(&a.up, Lifetime::ThisRun);
+    let cluster = cluster::up(&opts)?;
+    let version = server_version(&cluster)?;
+    test_doubles(&cluster)?;
+    let deploy = a.root.join("deploy");
+    let mut applied = install::Applied::default();
+    install::deploy(&cluster, &deploy, &mut applied)?;
+    let mut tally = tally::Tally::default();
+    let mut state = state::State::default();
+    let tenants = tenants::TenantsOptions {
+        policy_server: a.policy_server.clone(),
+        modules_dir: a.modules_dir.clone(),
+        wasm_dir: a.wasm_dir.clone(),
+        deploy: deploy.clone(),
+        scenarios: a.scenarios.clone(),
+    };
+    let sent = tenants::run(&cluster, &tenants, &mut state, &mut tally)?;
+    state.clear(&cluster)?;
+    let plane = capsule::plane::up(
+        &opts,
+        cluster.etcd_port,
+        &capsule::plane::CapsuleOptions {
+            capsule: a.capsule.clone(),
+            helm: a.helm.clone(),
+            chart: a.capsule_chart.clone(),
+        },
+    )?;
+    println!(
+        "Capsule {capsule_version} on the test host {}: {} validating and {} mutating webhooks registered by Capsule from its chart's configuration, {} CRDs, its own kube-apiserver {version} on the same etcd",
+        cluster::host::TEST_HOST,
+        plane.webhooks.0,
+        plane.webhooks.1,
+        plane.crds
+    );
+    let comparison = capsule::compare::run(&plane, &sent)?;
+    for d in &comparison.disagreements {
+        println!("DISAGREE {}: {}", d.label, d.what);
+    }
+    for p in tally.problems.iter().chain(&comparison.problems) {
+        println!("FAIL {p}");
+    }
+    let silent = comparison.disagreements.len();
+    println!(
+        "capsule-compare: {} requests, {} agree, {} disagree (0 reported by convert, 0 documented, {silent} silent)",
+        comparison.requests,
+        comparison.agree,
+        comparison.disagreements.len()
+    );
+    Ok(
+        if silent == 0 && tally.problems.is_empty() && comparison.problems.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
+}
+
+fn e2e(a: E2eArgs) -> Result<ExitCode> {
+    let _stop = Stop(a.up.dir.clone());
+    let cluster = cluster::up(&up_options(&a.up, Lifetime::ThisRun))?;
+    let version = server_version(&cluster)?;
+    println!(
+        "kube-apiserver {version} on https://127.0.0.1:{}, {} CRDs established",
+        cluster.port, cluster.crds
+    );
+    test_doubles(&cluster)?;
     let mut tally = tally::Tally::default();
     let mut applied = install::Applied::default();
     let deploy = a.root.join("deploy");

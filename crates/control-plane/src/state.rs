@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::cluster::Cluster;
+use crate::cluster::kubectl::Kubectl;
 use crate::error::Result;
 
 /// `apiVersion`, kind, namespace, name: one object's identity.
@@ -66,9 +67,25 @@ type Held = (Value, bool);
 #[derive(Debug, Default)]
 pub struct State {
     held: BTreeMap<Key, Held>,
+    /// What is deleted from a Namespace before it is removed (what a controller created in
+    /// it), beyond what the state wrote.
+    empty: &'static [&'static str],
+    /// Through whom Namespaces are written, when not through the setup server.
+    namespaces: Option<Kubectl>,
 }
 
 impl State {
+    /// A state whose Namespaces are written by `namespaces` (through the webhooks of a
+    /// controller that completes them as it admits them), and emptied of `resources` before
+    /// they are removed.
+    pub fn with_namespaces(namespaces: Kubectl, resources: &'static [&'static str]) -> State {
+        State {
+            held: BTreeMap::new(),
+            empty: resources,
+            namespaces: Some(namespaces),
+        }
+    }
+
     /// Makes the cluster hold `objects` (and a ServiceAccount `default` per Namespace):
     /// removes what it held beyond them, writes those not held as they are.
     pub fn reach(&mut self, cluster: &Cluster, objects: &[Value]) -> Result<()> {
@@ -103,7 +120,7 @@ impl State {
             .into_iter()
             .partition(|k| k.1 == "Namespace" && k.2.is_empty());
         for k in inside.iter().chain(&namespaces) {
-            remove(cluster, k)?;
+            remove(cluster, k, self.empty)?;
             self.held.remove(k);
         }
         let changed: Vec<&Held> = wanted
@@ -126,17 +143,18 @@ impl State {
             let (first, rest): (Vec<Value>, Vec<Value>) = changed
                 .into_iter()
                 .partition(|o| o.get("kind").and_then(Value::as_str) == Some("Namespace"));
-            for batch in [first, rest] {
-                if !batch.is_empty() && cluster.setup.apply(&batch, "tenancy-e2e-state").is_err() {
+            let namespaces = self.namespaces.as_ref().unwrap_or(&cluster.setup);
+            for (batch, writer) in [(first, namespaces), (rest, &cluster.setup)] {
+                if !batch.is_empty() && writer.apply(&batch, "tenancy-e2e-state").is_err() {
                     // one by one, and an object whose change the API server refuses (an
                     // immutable field: a PriorityClass's value) removed and written anew
                     for object in &batch {
                         let one = std::slice::from_ref(object);
-                        if cluster.setup.apply(one, "tenancy-e2e-state").is_err() {
+                        if writer.apply(one, "tenancy-e2e-state").is_err() {
                             if let Some(k) = key(object) {
-                                remove(cluster, &k)?;
+                                remove(cluster, &k, self.empty)?;
                             }
-                            cluster.setup.apply(one, "tenancy-e2e-state")?;
+                            writer.apply(one, "tenancy-e2e-state")?;
                         }
                     }
                 }
@@ -165,10 +183,24 @@ pub fn resource(api_version: &str, kind: &str) -> String {
     }
 }
 
-/// Deletes one object through the setup server; a Namespace is finalized at once (no
-/// namespace controller runs here), so that a later state may create it again.
-fn remove(cluster: &Cluster, k: &Key) -> Result<()> {
+/// Deletes one object through the setup server; a Namespace is emptied of `empty` and
+/// finalized at once (no namespace controller runs here), so that a later state may create
+/// it again.
+fn remove(cluster: &Cluster, k: &Key, empty: &[&str]) -> Result<()> {
     let (api_version, kind, namespace, name) = k;
+    if kind == "Namespace" && !empty.is_empty() {
+        cluster.setup.run(
+            &[
+                "delete",
+                &empty.join(","),
+                "--all",
+                "--ignore-not-found",
+                "--wait=false",
+                &format!("--namespace={name}"),
+            ],
+            None,
+        )?;
+    }
     let mut args = vec![
         "delete".to_owned(),
         resource(api_version, kind),

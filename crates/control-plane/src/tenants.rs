@@ -40,53 +40,44 @@ pub struct TenantsOptions {
 /// One scenario's bindings and requests.
 struct Scenario {
     stem: String,
+    tenant: PathBuf,
     ids: BTreeSet<String>,
     prefix: String,
     requests: Vec<AdmittedRequest>,
 }
 
-/// Every request of every scenario through the API server.
+/// A scenario request as sent, and what the API server answered.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    /// `<scenario> › <request>`.
+    pub label: String,
+    /// The request and its cluster state.
+    pub admitted: AdmittedRequest,
+    /// The bundle's answer, through the API server.
+    pub outcome: Outcome,
+}
+
+/// A scenario's Tenant manifest and its requests as sent.
+#[derive(Debug, Clone)]
+pub struct SentScenario {
+    /// The scenario file's stem.
+    pub stem: String,
+    /// Its Tenant manifest.
+    pub tenant: PathBuf,
+    /// Its requests, in order.
+    pub requests: Vec<Sent>,
+}
+
+/// Every request of every scenario through the API server; returns them with the answers.
 pub fn run(
     cluster: &Cluster,
     options: &TenantsOptions,
     state: &mut State,
     tally: &mut Tally,
-) -> Result<()> {
-    let files = scenario_files(&options.scenarios).map_err(crate::error::Error::Bindings)?;
-    let mut hosts = Hosts::new(options.wasm_dir.clone());
+) -> Result<Vec<SentScenario>> {
     let install = read_objects(std::slice::from_ref(&options.deploy))?;
     let (server, _) = install_server(&install, None)?;
-    let mut objects: Vec<Value> = install
-        .into_iter()
-        .filter(|o| {
-            !o.get("kind")
-                .and_then(Value::as_str)
-                .is_some_and(|k| BINDING_KINDS.contains(&k))
-        })
-        .collect();
-    let mut scenarios = Vec::new();
-    for (n, file) in files.iter().enumerate() {
-        let stem = file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let admitted = match admit_scenario(file, &mut hosts) {
-            Ok(s) => s,
-            Err(e) => {
-                tally.problems.push(format!("{stem}: {e}"));
-                continue;
-            }
-        };
-        let prefix = format!("s{n:02}-");
-        let (renamed, ids) = rename(admitted.manifests, &prefix, &server.name);
-        objects.extend(renamed);
-        scenarios.push(Scenario {
-            stem,
-            ids,
-            prefix: format!("clusterwide-{prefix}"),
-            requests: admitted.requests,
-        });
-    }
+    let (objects, scenarios) = scenarios(options, install, &server.name, tally)?;
     let controller = Controller::load(&objects, &server)?;
     let served = admission::serve_controller(
         cluster,
@@ -102,7 +93,9 @@ pub fn run(
             .flat_map(|s| s.requests.iter().map(|r| &r.request)),
     )?;
     let (mut sent, mut passed) = (0, 0);
+    let mut answered = Vec::new();
     for scenario in &scenarios {
+        let mut requests = Vec::new();
         let installed: Vec<_> = controller
             .policies
             .iter()
@@ -128,7 +121,17 @@ pub fn run(
             } else {
                 tally.fail(&label, failures);
             }
+            requests.push(Sent {
+                label,
+                admitted: admitted.clone(),
+                outcome,
+            });
         }
+        answered.push(SentScenario {
+            stem: scenario.stem.clone(),
+            tenant: scenario.tenant.clone(),
+            requests,
+        });
     }
     admission::unregister(cluster)?;
     served.stop();
@@ -139,7 +142,52 @@ pub fn run(
         scenarios.len(),
         controller.policies.len()
     );
-    Ok(())
+    Ok(answered)
+}
+
+/// deploy/'s objects but its bindings, with every scenario's bindings renamed and placed on
+/// the PolicyServer `server`; and the scenarios.
+fn scenarios(
+    options: &TenantsOptions,
+    install: Vec<Value>,
+    server: &str,
+    tally: &mut Tally,
+) -> Result<(Vec<Value>, Vec<Scenario>)> {
+    let files = scenario_files(&options.scenarios).map_err(crate::error::Error::Bindings)?;
+    let mut hosts = Hosts::new(options.wasm_dir.clone());
+    let mut objects: Vec<Value> = install
+        .into_iter()
+        .filter(|o| {
+            !o.get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| BINDING_KINDS.contains(&k))
+        })
+        .collect();
+    let mut scenarios = Vec::new();
+    for (n, file) in files.iter().enumerate() {
+        let stem = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let admitted = match admit_scenario(file, &mut hosts) {
+            Ok(s) => s,
+            Err(e) => {
+                tally.problems.push(format!("{stem}: {e}"));
+                continue;
+            }
+        };
+        let prefix = format!("s{n:02}-");
+        let (renamed, ids) = rename(admitted.manifests, &prefix, server);
+        objects.extend(renamed);
+        scenarios.push(Scenario {
+            stem,
+            tenant: admitted.tenant,
+            ids,
+            prefix: format!("clusterwide-{prefix}"),
+            requests: admitted.requests,
+        });
+    }
+    Ok((objects, scenarios))
 }
 
 /// How the API server's answer differs from the scenario's expectations.

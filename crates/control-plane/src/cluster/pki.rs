@@ -30,8 +30,9 @@ pub struct Authority {
 
 /// Who a certificate is for.
 pub enum Subject<'a> {
-    /// A server on loopback, named `name` (`localhost` and 127.0.0.1 are always in it).
-    Server(&'a str),
+    /// A server named `name` on loopback (`localhost` and 127.0.0.1 are always in it) and on
+    /// these addresses (the test host's).
+    Server(&'a str, &'a [Ipv4Addr]),
     /// A client: user `name` in the groups `groups`.
     Client(&'a str, &'a [&'a str]),
 }
@@ -71,13 +72,16 @@ impl Authority {
             KeyUsagePurpose::KeyEncipherment,
         ];
         match subject {
-            Subject::Server(name) => {
+            Subject::Server(name, addresses) => {
                 dn.push(DnType::CommonName, name);
                 params.subject_alt_names = vec![
                     SanType::DnsName(name.try_into()?),
                     SanType::DnsName("localhost".try_into()?),
                     SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)),
                 ];
+                params
+                    .subject_alt_names
+                    .extend(addresses.iter().map(|a| SanType::IpAddress(IpAddr::V4(*a))));
                 params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
             }
             Subject::Client(user, groups) => {
@@ -138,7 +142,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let ca = Authority::create(&dir).unwrap();
         let server = ca
-            .issue(&dir, "server", Subject::Server("kube-apiserver"))
+            .issue(&dir, "server", Subject::Server("kube-apiserver", &[]))
             .unwrap();
         let client = ca
             .issue(&dir, "admin", Subject::Client("admin", &["system:masters"]))

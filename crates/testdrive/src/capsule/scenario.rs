@@ -345,6 +345,8 @@ pub struct AdmittedRequest {
 /// A scenario's bindings (as written by the conversion) and its requests judged in testdrive.
 #[derive(Debug, Clone)]
 pub struct AdmittedScenario {
+    /// The Tenant manifest.
+    pub tenant: PathBuf,
     /// The ClusterAdmissionPolicies of the conversion.
     pub manifests: Vec<Value>,
     /// Every request, with testdrive's admission (a request that could not run is left out
@@ -374,6 +376,7 @@ pub fn admit_scenario(file: &Path, hosts: &mut Hosts) -> Result<AdmittedScenario
         });
     }
     Ok(AdmittedScenario {
+        tenant: base.join(&scenario.tenant),
         manifests,
         requests,
     })

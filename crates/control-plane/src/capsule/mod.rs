@@ -1,0 +1,5 @@
+//! `make capsule-compare`: Capsule itself as the judge of the bundle's Capsule scenarios
+//! (README "Coming from Capsule").
+
+pub mod compare;
+pub mod plane;
