@@ -67,18 +67,25 @@ pub struct CapsulePlane {
     pub controller: Kubectl,
     /// The webhooks Capsule registered (validating, mutating).
     pub webhooks: (usize, usize),
-    /// Capsule's CRDs applied.
+    /// CRD objects applied (the cluster's and Capsule's).
     pub crds: usize,
 }
 
 /// Starts Capsule's plane beside the cluster `opts.dir` runs (whose etcd is on `etcd_port`):
-/// the test host, the API servers, Capsule's CRDs and configuration, then Capsule, and waits
+/// the test host, the API servers, the cluster's CRDs and Capsule's, its configuration, then
+/// Capsule, and waits
 /// until its webhooks are registered and answer.
 pub fn up(opts: &UpOptions, etcd_port: u16, capsule: &CapsuleOptions) -> Result<CapsulePlane> {
     let dir = &opts.dir;
     host::create(dir)?;
     let cluster = start_plane(opts, etcd_port, &CAPSULE_PLANE)?;
-    let crds = apply_crds(&cluster.admin, &yaml_files(&[capsule.chart.join("crds")])?)?;
+    // the cluster's CRDs (the Gateway API's among them: the scenarios' state holds its
+    // objects) and Capsule's, each once
+    let mut files = yaml_files(&opts.crds)?;
+    files.extend(yaml_files(&[capsule.chart.join("crds")])?);
+    let mut seen = std::collections::BTreeSet::new();
+    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
+    let crds = apply_crds(&cluster.admin, &files)?;
     cluster.admin.apply(&identity(), "tenancy-e2e")?;
     let configuration = render_configuration(dir, capsule, &cluster.ca)?;
     cluster.admin.run(
