@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
 use crate::cluster::Cluster;
-use crate::error::{Error, Result, write};
+use crate::cluster::process::run;
+use crate::error::{Result, write};
 use crate::verdict::contains;
 use capsule_bindings::chart::value_sets;
 use capsule_bindings::install::install;
@@ -26,29 +26,6 @@ pub struct ChartReport {
     pub installed: usize,
     /// Every difference.
     pub problems: Vec<String>,
-}
-
-fn helm(helm: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new(helm)
-        .args(args)
-        .output()
-        .map_err(|e| Error::Command {
-            program: format!("helm {}", args.join(" ")),
-            detail: e.to_string(),
-        })?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    if out.status.success() {
-        Ok(stdout)
-    } else {
-        Err(Error::Command {
-            program: format!("helm {}", args.join(" ")),
-            detail: format!(
-                "{}{}",
-                stdout.trim(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        })
-    }
 }
 
 /// `kind/namespace/name` of an object.
@@ -86,7 +63,7 @@ pub fn check(
         let values = cluster.dir.join(format!("values-{}.json", set.name));
         write(&values, serde_json::to_string_pretty(&set.values)?)?;
         let values_arg = values.display().to_string();
-        if let Err(e) = helm(
+        if let Err(e) = run(
             helm_bin,
             &["lint", "--strict", &chart_arg, "-f", &values_arg],
         ) {
@@ -94,7 +71,7 @@ pub fn check(
                 .problems
                 .push(format!("helm lint ({} values): {e}", set.name));
         }
-        let rendered = helm(
+        let rendered = run(
             helm_bin,
             &[
                 "template",
@@ -158,7 +135,7 @@ fn install_in_place(
         .admin
         .run(&["delete", "-k", &deploy_arg, "--wait=true"], None)?;
     let kubeconfig = cluster.admin.kubeconfig.display().to_string();
-    helm(
+    run(
         helm_bin,
         &[
             "install",

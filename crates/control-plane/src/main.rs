@@ -66,22 +66,13 @@ struct UpArgs {
     crds: Vec<PathBuf>,
 }
 
+/// What `e2e` and `compare` both run: the repository's bundle and its Capsule scenarios,
+/// through the real policy-server.
 #[derive(Args)]
-struct E2eArgs {
-    #[command(flatten)]
-    up: UpArgs,
-    /// helm.
-    #[arg(long)]
-    helm: PathBuf,
-    /// capsule-bindings (the live ceiling).
-    #[arg(long)]
-    capsule_bindings: PathBuf,
+struct BundleArgs {
     /// The repository root.
     #[arg(long, default_value = ".")]
     root: PathBuf,
-    /// Generated manifests applied with a dry run (files or directories); repeatable.
-    #[arg(long)]
-    generated: Vec<PathBuf>,
     /// policy-server.
     #[arg(long)]
     policy_server: PathBuf,
@@ -96,10 +87,47 @@ struct E2eArgs {
     scenarios: Vec<PathBuf>,
 }
 
+impl BundleArgs {
+    /// deploy/.
+    fn deploy(&self) -> PathBuf {
+        self.root.join("deploy")
+    }
+
+    /// What the Capsule scenarios need.
+    fn tenants(&self) -> tenants::TenantsOptions {
+        tenants::TenantsOptions {
+            policy_server: self.policy_server.clone(),
+            modules_dir: self.modules_dir.clone(),
+            wasm_dir: self.wasm_dir.clone(),
+            deploy: self.deploy(),
+            scenarios: self.scenarios.clone(),
+        }
+    }
+}
+
+#[derive(Args)]
+struct E2eArgs {
+    #[command(flatten)]
+    up: UpArgs,
+    #[command(flatten)]
+    bundle: BundleArgs,
+    /// helm.
+    #[arg(long)]
+    helm: PathBuf,
+    /// capsule-bindings (the live ceiling).
+    #[arg(long)]
+    capsule_bindings: PathBuf,
+    /// Generated manifests applied with a dry run (files or directories); repeatable.
+    #[arg(long)]
+    generated: Vec<PathBuf>,
+}
+
 #[derive(Args)]
 struct CompareArgs {
     #[command(flatten)]
     up: UpArgs,
+    #[command(flatten)]
+    bundle: BundleArgs,
     /// helm (renders Capsule's chart).
     #[arg(long)]
     helm: PathBuf,
@@ -109,21 +137,6 @@ struct CompareArgs {
     /// Capsule's chart, its CRDs in `crds/`.
     #[arg(long)]
     capsule_chart: PathBuf,
-    /// The repository root.
-    #[arg(long, default_value = ".")]
-    root: PathBuf,
-    /// policy-server.
-    #[arg(long)]
-    policy_server: PathBuf,
-    /// The annotated modules (`<policy>.wasm`, `make annotate`).
-    #[arg(long, default_value = "target/annotated")]
-    modules_dir: PathBuf,
-    /// The policy wasm files.
-    #[arg(long, default_value = "target/wasm32-wasip1/release")]
-    wasm_dir: PathBuf,
-    /// Capsule scenario files or directories of them.
-    #[arg(long, default_value = "crates/capsule-bindings/cases")]
-    scenarios: Vec<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -225,8 +238,7 @@ const REFUSED_AS_EXPECTED: &str = "scheduling.k8s.io/priorityclasses";
 /// install-e2e's cases, then every Capsule scenario request, through the API server.
 fn requests(
     cluster: &Cluster,
-    a: &E2eArgs,
-    deploy: &std::path::Path,
+    a: &BundleArgs,
     state: &mut state::State,
     tally: &mut tally::Tally,
 ) -> Result<()> {
@@ -234,18 +246,11 @@ fn requests(
         policy_server: a.policy_server.clone(),
         modules_dir: a.modules_dir.clone(),
         wasm_dir: a.wasm_dir.clone(),
-        deploy: deploy.to_path_buf(),
+        deploy: a.deploy(),
         policy_dirs: policy_dirs(&a.root)?,
     };
     cases::run(cluster, &cases, state, tally)?;
-    let tenants = tenants::TenantsOptions {
-        policy_server: a.policy_server.clone(),
-        modules_dir: a.modules_dir.clone(),
-        wasm_dir: a.wasm_dir.clone(),
-        deploy: deploy.to_path_buf(),
-        scenarios: a.scenarios.clone(),
-    };
-    tenants::run(cluster, &tenants, state, tally)?;
+    tenants::run(cluster, &a.tenants(), state, tally)?;
     state.clear(cluster)
 }
 
@@ -302,19 +307,11 @@ fn compare(a: CompareArgs) -> Result<ExitCode> {
     let cluster = cluster::up(&opts)?;
     let version = server_version(&cluster)?;
     test_doubles(&cluster)?;
-    let deploy = a.root.join("deploy");
     let mut applied = install::Applied::default();
-    install::deploy(&cluster, &deploy, &mut applied)?;
+    install::deploy(&cluster, &a.bundle.deploy(), &mut applied)?;
     let mut tally = tally::Tally::default();
     let mut state = state::State::default();
-    let tenants = tenants::TenantsOptions {
-        policy_server: a.policy_server.clone(),
-        modules_dir: a.modules_dir.clone(),
-        wasm_dir: a.wasm_dir.clone(),
-        deploy: deploy.clone(),
-        scenarios: a.scenarios.clone(),
-    };
-    let sent = tenants::run(&cluster, &tenants, &mut state, &mut tally)?;
+    let sent = tenants::run(&cluster, &a.bundle.tenants(), &mut state, &mut tally)?;
     state.clear(&cluster)?;
     let plane = capsule::plane::up(
         &opts,
@@ -366,9 +363,9 @@ fn e2e(a: E2eArgs) -> Result<ExitCode> {
     test_doubles(&cluster)?;
     let mut tally = tally::Tally::default();
     let mut applied = install::Applied::default();
-    let deploy = a.root.join("deploy");
+    let deploy = a.bundle.deploy();
     install::deploy(&cluster, &deploy, &mut applied)?;
-    install::manifests(&cluster, &a.root, &a.generated, &mut applied)?;
+    install::manifests(&cluster, &a.bundle.root, &a.generated, &mut applied)?;
     println!(
         "install: deploy/ applied server-side, {} documented manifests and {} generated files through a server-side dry run, {} refused",
         applied.documented,
@@ -380,7 +377,7 @@ fn e2e(a: E2eArgs) -> Result<ExitCode> {
     match chart::check(
         &cluster,
         &a.helm,
-        &a.root.join("charts/tenancy-policies"),
+        &a.bundle.root.join("charts/tenancy-policies"),
         &deploy,
     ) {
         Ok(mut chart) => {
@@ -396,14 +393,14 @@ fn e2e(a: E2eArgs) -> Result<ExitCode> {
     match ceiling::check(
         &cluster,
         &a.capsule_bindings,
-        &a.root.join("README.md"),
+        &a.bundle.root.join("README.md"),
         &version,
     ) {
         Ok((line, roles)) => println!("{line} ({roles} live ClusterRoles read)"),
         Err(e) => tally.problems.push(e.to_string()),
     }
     let mut state = state::State::default();
-    if let Err(e) = requests(&cluster, &a, &deploy, &mut state, &mut tally) {
+    if let Err(e) = requests(&cluster, &a.bundle, &mut state, &mut tally) {
         tally
             .problems
             .push(format!("requests through the API server stopped: {e}"));

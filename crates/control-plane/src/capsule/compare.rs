@@ -26,6 +26,17 @@ use crate::verdict::describe_refusal;
 /// The label that names a Namespace's tenant.
 const TENANT_LABEL: &str = "capsule.clastix.io/tenant";
 
+/// The tenant a Namespace is labelled for; nothing for any other object.
+fn tenant_of(object: &Value) -> Option<&str> {
+    if object.get("kind").and_then(Value::as_str) != Some("Namespace") {
+        return None;
+    }
+    object
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(TENANT_LABEL))
+        .and_then(Value::as_str)
+}
+
 /// What Capsule creates in a tenant's namespaces, removed with the namespace so that a
 /// later scenario's namespace of the same name starts empty.
 const CAPSULE_MANAGED: &[&str] = &[
@@ -191,15 +202,9 @@ fn owned(objects: &[Value], tenants: &BTreeMap<String, String>) -> Vec<Value> {
         .iter()
         .map(|o| {
             let mut o = o.clone();
-            if o.get("kind").and_then(Value::as_str) != Some("Namespace") {
+            let Some(tenant) = tenant_of(&o).map(str::to_owned) else {
                 return o;
-            }
-            let tenant = o
-                .pointer("/metadata/labels")
-                .and_then(|l| l.get(TENANT_LABEL))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let Some(tenant) = tenant else { return o };
+            };
             match tenants.get(&tenant) {
                 Some(uid) => {
                     if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -234,14 +239,7 @@ fn wait_adopted(
 ) -> Result<()> {
     let mut wanted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for o in objects {
-        if o.get("kind").and_then(Value::as_str) != Some("Namespace") {
-            continue;
-        }
-        let tenant = o
-            .pointer("/metadata/labels")
-            .and_then(|l| l.get(TENANT_LABEL))
-            .and_then(Value::as_str)
-            .filter(|t| tenants.contains_key(*t));
+        let tenant = tenant_of(o).filter(|t| tenants.contains_key(*t));
         if let (Some(t), Some(name)) = (tenant, o.pointer("/metadata/name").and_then(Value::as_str))
         {
             wanted.entry(t).or_default().push(name);

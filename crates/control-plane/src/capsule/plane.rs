@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::cluster::host::{self, HOST_SIDE, TEST_HOST};
 use crate::cluster::kubectl::Kubectl;
 use crate::cluster::pki::{Authority, Subject};
-use crate::cluster::process::spawn;
+use crate::cluster::process::{run, spawn};
 use crate::cluster::{Cluster, Plane, UpOptions, apply_crds, start_plane, yaml_files};
 use crate::error::{Error, Result, read, write};
 
@@ -212,26 +212,20 @@ fn render_configuration(dir: &Path, capsule: &CapsuleOptions, ca: &Path) -> Resu
         "tls.enableController=false".to_owned(),
         format!("manager.options.capsuleUserGroups={{{USER_GROUP}}}"),
     ];
-    let mut command = std::process::Command::new(&capsule.helm);
-    command
-        .args(["template", "capsule"])
-        .arg(&copy)
-        .args(["--namespace", NAMESPACE])
-        .args(["--show-only", "templates/configuration.yaml"]);
+    let copy = copy.display().to_string();
+    let mut args = vec![
+        "template",
+        "capsule",
+        &copy,
+        "--namespace",
+        NAMESPACE,
+        "--show-only",
+        "templates/configuration.yaml",
+    ];
     for s in &sets {
-        command.arg("--set").arg(s);
+        args.extend(["--set", s]);
     }
-    let out = command.output().map_err(|e| Error::Command {
-        program: "helm template (Capsule's chart)".into(),
-        detail: e.to_string(),
-    })?;
-    if !out.status.success() {
-        return Err(Error::Command {
-            program: "helm template (Capsule's chart)".into(),
-            detail: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    run(&capsule.helm, &args)
 }
 
 /// `Chart.yaml` without its `dependencies:` block.

@@ -8,6 +8,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::Command;
 
+use super::process::run;
 use crate::error::{Error, Result, read, write};
 
 /// This side of the veth pair.
@@ -26,21 +27,7 @@ fn record(dir: &Path) -> std::path::PathBuf {
 }
 
 fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| Error::Command {
-            program: format!("ip {}", args.join(" ")),
-            detail: e.to_string(),
-        })?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(Error::Command {
-            program: format!("ip {}", args.join(" ")),
-            detail: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        })
-    }
+    run(Path::new("ip"), args).map(drop)
 }
 
 /// Whether the network namespace `name` exists.

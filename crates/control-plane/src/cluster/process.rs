@@ -67,6 +67,36 @@ pub fn spawn(dir: &Path, name: &str, mut command: Command, lifetime: Lifetime) -
     Ok(child)
 }
 
+/// Runs `program` with `args` to completion; returns its output, or fails with its output
+/// and error output when it fails.
+pub fn run(program: &Path, args: &[&str]) -> Result<String> {
+    let name = program.file_name().map_or_else(
+        || program.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let what = || format!("{name} {}", args.join(" "));
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| Error::Command {
+            program: what(),
+            detail: e.to_string(),
+        })?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(stdout)
+    } else {
+        Err(Error::Command {
+            program: what(),
+            detail: format!(
+                "{}{}",
+                stdout.trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        })
+    }
+}
+
 /// Whether `pid` runs (a zombie, which only waits to be reaped by its parent, does not).
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists
