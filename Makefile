@@ -40,7 +40,8 @@ RUN_WASM_DIR := $(TARGET_DIR)/$(WASM_TARGET)/run-wasm
 RUN_POLICIES := pod-toleration-policy container-registry-policy device-class-policy \
   gateway-class-policy image-pull-policy ingress-policy limit-range-policy \
   namespace-organization-policy node-selector-policy persistent-volume-claim-policy \
-  priority-class-policy protected-objects-policy runtime-class-policy service-policy
+  priority-class-policy protected-objects-policy runtime-class-policy service-policy \
+  tenant-metadata-policy
 TESTDRIVE := $(TARGET_DIR)/host/testdrive
 CAPSULE_BINDINGS := $(TARGET_DIR)/host/capsule-bindings
 # make run's own builds of the two host programs: Cargo profile `quick` (Cargo.toml)
@@ -195,7 +196,7 @@ KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg
   -X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=$(call kube_minor,$(KUBE_VERSION)) \
   -X $(pkg).gitTreeState=clean)
 CLUSTER_TOOLS := $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kubectl $(ETCD_BIN)/etcd $(HELM_BIN)/helm
-.PHONY: cluster-bin capsule-bin cluster-up cluster-down cluster-e2e capsule-compare generated-manifests chart
+.PHONY: cluster-bin capsule-bin cluster-up cluster-down cluster-e2e capsule-compare capsule-table generated-manifests chart
 cluster-bin: $(CLUSTER_TOOLS)
 $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kubectl &:
 	@mkdir -p $(KUBE_BIN)
@@ -274,7 +275,9 @@ cluster-e2e: testdrive generated-manifests annotate
 # sends it, then through Capsule's plane (its own kube-apiserver on the same etcd, Capsule's
 # CRDs and the CapsuleConfiguration its chart renders, Capsule run out of cluster on a test
 # host, a network namespace in 198.18.0.0/30, where its webhook server listens), as the same
-# user with a server-side dry run, and the two answers compared. Its last line
+# user with a server-side dry run, and the two answers compared. Each disagreement must be a
+# known difference (test_data/capsule-bindings/capsule-differences.yaml) that convert reports
+# or docs/capsule.md explains, and docs/capsule.md's agreement table this run's. Its last line
 # "capsule-compare: N requests, A agree, D disagree (R reported by convert, K documented, S
 # silent)". It needs root (the test host's network namespace).
 CAPSULE_CHART ?= $(abspath ../shared/capsule/chart)
@@ -286,7 +289,11 @@ capsule-compare: testdrive annotate
 	trap '$(CONTROL_PLANE) down --dir $(CLUSTER_DIR)/compare > /dev/null 2>&1 || true' EXIT; \
 	$(CONTROL_PLANE) compare --dir $(CLUSTER_DIR)/compare $(CLUSTER_UP_ARGS) --helm $(HELM_BIN)/helm \
 	  --capsule $(CAPSULE_BIN)/capsule --capsule-chart $(CAPSULE_CHART) --policy-server $(POLICY_SERVER) \
-	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR)
+	  --modules-dir $(TARGET_DIR)/annotated --wasm-dir $(WASM_DIR) $(CAPSULE_COMPARE_ARGS)
+
+# make capsule-compare, writing its agreement table into docs/capsule.md.
+capsule-table:
+	$(MAKE) --no-print-directory capsule-compare CAPSULE_COMPARE_ARGS=--write-table
 
 # The chart charts/tenancy-policies, written by capsule-bindings chart from install's own
 # objects (a test regenerates it and fails on any drift).

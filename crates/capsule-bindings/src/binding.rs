@@ -85,6 +85,7 @@ pub fn manifest(
         namespace_selector: json!({ "matchExpressions": expressions }),
         settings: planned.settings.clone(),
         mode: planned.mode,
+        match_conditions: planned.match_conditions.clone(),
     };
     Ok(options.placement.binding(written, &metadata))
 }
@@ -114,6 +115,7 @@ pub fn ownership_manifest(
         ),
         settings: ownership_settings(entries, options),
         mode: None,
+        match_conditions: Vec::new(),
     };
     Ok(options.placement.binding(written, &metadata))
 }

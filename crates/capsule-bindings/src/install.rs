@@ -253,6 +253,7 @@ fn baseline_binding(
         namespace_selector: skip_selector(skipped),
         settings,
         mode: None,
+        match_conditions: Vec::new(),
     };
     Ok(options.placement.binding(written, &metadata))
 }

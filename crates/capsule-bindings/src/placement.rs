@@ -228,6 +228,8 @@ pub struct Written {
     pub settings: Value,
     /// `spec.mode` when the binding has its own, else the placement's.
     pub mode: Option<Mode>,
+    /// `spec.matchConditions`, left out when empty.
+    pub match_conditions: Vec<Value>,
 }
 
 impl Placement {
@@ -243,6 +245,12 @@ impl Placement {
         spec.insert("backgroundAudit".into(), json!(metadata.background_audit));
         spec.insert("rules".into(), Value::Array(written.rules));
         spec.insert("namespaceSelector".into(), written.namespace_selector);
+        if !written.match_conditions.is_empty() {
+            spec.insert(
+                "matchConditions".into(),
+                Value::Array(written.match_conditions),
+            );
+        }
         if !metadata.context_aware_resources.is_empty() {
             let resources: Vec<Value> = metadata
                 .context_aware_resources

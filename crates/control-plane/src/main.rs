@@ -20,6 +20,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use capsule::{differences, table};
 use cluster::process::Lifetime;
 use cluster::{Cluster, UpOptions};
 use error::{Error, Result};
@@ -137,6 +138,18 @@ struct CompareArgs {
     /// Capsule's chart, its CRDs in `crds/`.
     #[arg(long)]
     capsule_chart: PathBuf,
+    /// The known differences with Capsule, under the root.
+    #[arg(
+        long,
+        default_value = "test_data/capsule-bindings/capsule-differences.yaml"
+    )]
+    differences: PathBuf,
+    /// The document that explains the bundle's deliberate differences, under the root.
+    #[arg(long, default_value = "docs/capsule.md")]
+    doc: PathBuf,
+    /// Writes this run's agreement table into the document (else a table that differs fails).
+    #[arg(long)]
+    write_table: bool,
 }
 
 fn main() -> ExitCode {
@@ -330,26 +343,106 @@ fn compare(a: CompareArgs) -> Result<ExitCode> {
         plane.crds
     );
     let comparison = capsule::compare::run(&plane, &sent)?;
-    for d in &comparison.disagreements {
-        println!("DISAGREE {}: {}", d.label, d.what);
+    let known = differences::read(&a.bundle.root.join(&a.differences))?;
+    let doc_path = a.bundle.root.join(&a.doc);
+    let doc = std::fs::read_to_string(&doc_path)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", doc_path.display())))?;
+    let reports = sent
+        .iter()
+        .map(|s| (s.stem.clone(), s.reports.clone()))
+        .collect();
+    let classified = differences::classify(
+        &comparison.disagreements,
+        &known,
+        &reports,
+        &differences::anchors(&doc),
+    );
+    for d in &classified.silent {
+        println!("SILENT {d}");
     }
-    for p in tally.problems.iter().chain(&comparison.problems) {
+    let table_problem = agreement_table(&a, &doc_path, &doc, &sent, &comparison, &classified)?;
+    for p in tally
+        .problems
+        .iter()
+        .chain(&comparison.problems)
+        .chain(&classified.problems)
+        .chain(&table_problem)
+    {
         println!("FAIL {p}");
     }
-    let silent = comparison.disagreements.len();
     println!(
-        "capsule-compare: {} requests, {} agree, {} disagree (0 reported by convert, 0 documented, {silent} silent)",
+        "capsule-compare: {} requests, {} agree, {} disagree ({} reported by convert, {} documented, {} silent)",
         comparison.requests,
         comparison.agree,
-        comparison.disagreements.len()
+        comparison.disagreements.len(),
+        classified.reported,
+        classified.documented,
+        classified.silent.len()
     );
-    Ok(
-        if silent == 0 && tally.problems.is_empty() && comparison.problems.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        },
-    )
+    let clean = tally.problems.is_empty()
+        && comparison.problems.is_empty()
+        && classified.problems.is_empty()
+        && table_problem.is_none();
+    Ok(if classified.silent.is_empty() && clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The agreement table of this run beside the document's: written with `--write-table`, else
+/// a problem when they differ.
+fn agreement_table(
+    a: &CompareArgs,
+    doc_path: &std::path::Path,
+    doc: &str,
+    sent: &[tenants::SentScenario],
+    comparison: &capsule::compare::Comparison,
+    classified: &differences::Classified,
+) -> Result<Option<String>> {
+    let mut rows = std::collections::BTreeMap::new();
+    for s in sent {
+        let (requests, agree) = comparison
+            .per_scenario
+            .get(&s.stem)
+            .copied()
+            .unwrap_or_default();
+        let row = table::Row {
+            fields: table::fields(&s.tenant)?,
+            requests,
+            agree,
+            ended: classified
+                .by_scenario
+                .get(&s.stem)
+                .cloned()
+                .unwrap_or_default(),
+        };
+        rows.insert(s.stem.clone(), row);
+    }
+    let rendered = table::render(&rows);
+    let Some(updated) = table::replace(doc, &rendered) else {
+        return Ok(Some(format!(
+            "{}: no agreement table (the lines {} and {})",
+            doc_path.display(),
+            table::BEGIN,
+            table::END
+        )));
+    };
+    if a.write_table {
+        std::fs::write(doc_path, &updated)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", doc_path.display())))?;
+        println!(
+            "capsule-compare: the agreement table of {} written",
+            doc_path.display()
+        );
+        return Ok(None);
+    }
+    Ok((updated != doc).then(|| {
+        format!(
+            "{}: the agreement table is not this run's (make capsule-table writes it)",
+            doc_path.display()
+        )
+    }))
 }
 
 fn e2e(a: E2eArgs) -> Result<ExitCode> {

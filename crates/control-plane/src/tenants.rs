@@ -41,6 +41,8 @@ pub struct TenantsOptions {
 struct Scenario {
     stem: String,
     tenant: PathBuf,
+    reports: Vec<String>,
+    refused: bool,
     ids: BTreeSet<String>,
     prefix: String,
     requests: Vec<AdmittedRequest>,
@@ -64,6 +66,10 @@ pub struct SentScenario {
     pub stem: String,
     /// Its Tenant manifest.
     pub tenant: PathBuf,
+    /// What convert reported about it.
+    pub reports: Vec<String>,
+    /// Whether convert refused it.
+    pub refused: bool,
     /// Its requests, in order.
     pub requests: Vec<Sent>,
 }
@@ -130,6 +136,8 @@ pub fn run(
         answered.push(SentScenario {
             stem: scenario.stem.clone(),
             tenant: scenario.tenant.clone(),
+            reports: scenario.reports.clone(),
+            refused: scenario.refused,
             requests,
         });
     }
@@ -182,6 +190,8 @@ fn scenarios(
         scenarios.push(Scenario {
             stem,
             tenant: admitted.tenant,
+            reports: admitted.reports,
+            refused: admitted.refused,
             ids,
             prefix: format!("clusterwide-{prefix}"),
             requests: admitted.requests,

@@ -10,6 +10,9 @@ use super::{Ctx, Planned};
 use crate::catalogue::Policy;
 use crate::placement::Mode;
 
+/// The labels naming the tenant that Capsule writes into every object in its namespaces.
+const TENANT_LABELS: [&str; 2] = ["capsule.clastix.io/managed-by", "projectcapsule.dev/tenant"];
+
 /// The admission rules that route the kinds of `rules` to a tenant-metadata binding: each
 /// with the operations it judges (CREATE only, or CREATE and UPDATE).
 fn webhook_rules(rules: &[(Value, bool)]) -> Vec<Value> {
@@ -127,6 +130,30 @@ impl Ctx<'_> {
             suffix: Some(suffix.to_owned()),
             selector,
             mode,
+            ..Planned::new(policy, settings)
+        });
+    }
+
+    /// The labels Capsule's metadata webhook (`/generic/metadata`) writes into every
+    /// namespaced object of a tenant, Events and subresources aside, on CREATE and UPDATE:
+    /// a binding of its own (`<tenant>-tenant-metadata-labels`) bound to every resource.
+    pub(super) fn tenant_labels(&mut self) {
+        let Some(policy) = Policy::find("tenant-metadata") else {
+            return;
+        };
+        let labels: Map<String, Value> = TENANT_LABELS
+            .iter()
+            .map(|key| ((*key).to_owned(), json!({"managed": self.tenant})))
+            .collect();
+        let settings = json!({"rules": [{"kinds": ["*"], "apiGroups": ["*"], "labels": labels}]});
+        self.extra.push(Planned {
+            rules: Some(vec![
+                json!({"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"],
+                "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}),
+            ]),
+            match_conditions: vec![json!({"name": "not-events",
+                "expression": "request.resource.resource != \"events\""})],
+            suffix: Some("labels".to_owned()),
             ..Planned::new(policy, settings)
         });
     }

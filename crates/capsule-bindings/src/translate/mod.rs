@@ -68,6 +68,8 @@ pub struct Planned {
     pub selector: Vec<Value>,
     /// The binding's own mode (`monitor` for Capsule's `audit` action), else the placement's.
     pub mode: Option<Mode>,
+    /// The binding's `matchConditions` (CEL expressions every routed request must pass).
+    pub match_conditions: Vec<Value>,
 }
 
 impl Planned {
@@ -81,6 +83,7 @@ impl Planned {
             suffix: None,
             selector: Vec::new(),
             mode: None,
+            match_conditions: Vec::new(),
         }
     }
 }
@@ -176,6 +179,7 @@ pub fn translate(tenant: &Tenant, options: &Options) -> Translation {
     }
     ctx.always_enforced();
     ctx.tenant_metadata();
+    ctx.tenant_labels();
     let mut planned: Vec<Planned> = POLICIES
         .iter()
         .filter_map(|policy| {
@@ -349,13 +353,37 @@ mod tests {
     fn an_empty_tenant_keeps_capsules_always_on_rules() {
         let t = translate_spec("{}");
         let shorts: Vec<&str> = t.planned.iter().map(|p| p.policy.short).collect();
-        assert_eq!(shorts, ["persistent-volume-claim", "ingress"]);
+        assert_eq!(
+            shorts,
+            ["persistent-volume-claim", "ingress", "tenant-metadata"]
+        );
         assert_eq!(
             settings_of(&t, "persistent-volume-claim"),
             Some(json!({"volumeBinding": {"tenantLabel": "capsule.clastix.io/tenant"}}))
         );
         assert_eq!(settings_of(&t, "ingress"), Some(json!({})));
         assert!(t.reports.is_empty() && t.errors.is_empty());
+        // Capsule's /generic/metadata: the tenant's labels on every namespaced object but Events
+        let labels = &t.planned[2];
+        assert_eq!(labels.suffix.as_deref(), Some("labels"));
+        assert_eq!(
+            labels.settings,
+            json!({"rules": [{"kinds": ["*"], "apiGroups": ["*"], "labels": {
+                "capsule.clastix.io/managed-by": {"managed": "solar"},
+                "projectcapsule.dev/tenant": {"managed": "solar"}}}]})
+        );
+        assert_eq!(
+            labels.rules,
+            Some(vec![
+                json!({"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"})
+            ])
+        );
+        assert_eq!(
+            labels.match_conditions,
+            [
+                json!({"name": "not-events", "expression": "request.resource.resource != \"events\""})
+            ]
+        );
         let claims = &t.planned[0];
         assert_eq!(
             claims.rules,

@@ -26,6 +26,10 @@ struct RuleOut {
     action: Action,
 }
 
+/// How Capsule v0.14's rule engine (pkg/ruleengine, the pods webhook's registry rules) reads
+/// `rules[].enforce.workloads.registries`, against this bundle's translation.
+const REGISTRY_RULES_CHANGE: &str = "Capsule matches `exact` against the whole image reference (`docker.io/library/nginx:1.25`) and `exp` anywhere in it, refuses what a rule matches unless its action is `allow` (a rule with `action: allow` refuses every reference no allow rule matches), and lets the last matching rule decide; this bundle reads the list as registries allowed (hosts or repository prefixes, whole-value expressions) and a negated entry as denied, each rule on its own";
+
 /// Service types a service-policy binding can refuse, with their `allowedServices` key.
 const SERVICE_TYPES: [(&str, &str); 3] = [
     ("NodePort", "nodePort"),
@@ -180,11 +184,13 @@ impl Ctx<'_> {
 
     /// Registries: an allow-list whatever the action (Capsule: "registries which are
     /// allowed"); a negated expression denies; `policy` gives the registry's pull policies.
+    /// Capsule v0.14's rule engine reads them otherwise, which is reported.
     fn rule_registries(&mut self, path: &str, value: &Value, out: &mut Map<String, Value>) {
         let Some(list) = value.as_array() else {
             self.invalid(path, "a list of registries", value);
             return;
         };
+        self.changed(path, REGISTRY_RULES_CHANGE);
         for (i, entry) in list.iter().enumerate() {
             let p = format!("{path}[{i}]");
             let Some(entry) = self.object(&p, entry) else {
@@ -433,7 +439,21 @@ mod tests {
             vec![json!({"key": "env", "operator": "In", "values": ["prod"]})]
         );
         assert_eq!(registry.mode, None);
-        assert!(t.reports.is_empty(), "{:?}", t.reports);
+        // Capsule's own reading of the same rule (default deny, whole references, last
+        // match wins) is not this one: reported
+        let paths: Vec<(&str, ReportKind)> = t
+            .reports
+            .iter()
+            .map(|r| (r.path.as_str(), r.kind))
+            .collect();
+        assert_eq!(
+            paths,
+            [(
+                "spec.rules[0].enforce.workloads.registries",
+                ReportKind::MeaningChanged
+            )]
+        );
+        assert!(t.reports[0].message.contains("last matching rule decide"));
     }
 
     #[test]
@@ -508,7 +528,12 @@ mod tests {
                 ),
             ]
         );
-        assert!(t.planned.iter().all(|p| p.suffix.is_none()));
+        // no binding of a rule: only the tenant's own ones and its labels
+        assert!(
+            t.planned
+                .iter()
+                .all(|p| p.suffix.is_none() || p.suffix.as_deref() == Some("labels"))
+        );
     }
 
     #[test]

@@ -2,4 +2,6 @@
 //! (README "Coming from Capsule").
 
 pub mod compare;
+pub mod differences;
 pub mod plane;
+pub mod table;

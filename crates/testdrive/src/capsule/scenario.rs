@@ -281,13 +281,13 @@ pub fn run_file(
         }
     };
     let bindings = match convert_scenario(&scenario, base, hosts) {
-        Ok((bindings, _, failures)) if failures.is_empty() => {
+        Ok(c) if c.failures.is_empty() => {
             report.passed += 1;
-            bindings
+            c.bindings
         }
-        Ok((bindings, _, failures)) => {
-            report.failures.push((conversion_case, failures));
-            bindings
+        Ok(c) => {
+            report.failures.push((conversion_case, c.failures));
+            c.bindings
         }
         Err(e) => {
             report.failures.push((conversion_case, vec![e.to_string()]));
@@ -349,6 +349,10 @@ pub struct AdmittedScenario {
     pub tenant: PathBuf,
     /// The ClusterAdmissionPolicies of the conversion.
     pub manifests: Vec<Value>,
+    /// What convert reported about the Tenant (`<field path>: <what changes>`).
+    pub reports: Vec<String>,
+    /// Whether convert refused the Tenant (wrote nothing).
+    pub refused: bool,
     /// Every request, with testdrive's admission (a request that could not run is left out
     /// and reported by [`run_file`]).
     pub requests: Vec<AdmittedRequest>,
@@ -360,10 +364,10 @@ pub fn admit_scenario(file: &Path, hosts: &mut Hosts) -> Result<AdmittedScenario
     let scenario = load(file)?;
     let base = file.parent().unwrap_or(Path::new("."));
     let cluster = cluster_objects(&scenario, base)?;
-    let (bindings, manifests, _) = convert_scenario(&scenario, base, hosts)?;
+    let converted = convert_scenario(&scenario, base, hosts)?;
     let mut requests = Vec::new();
     for case in &scenario.requests {
-        let Ok(admission) = run_request(case, &cluster, base, &bindings, hosts) else {
+        let Ok(admission) = run_request(case, &cluster, base, &converted.bindings, hosts) else {
             continue;
         };
         let objects: Vec<Value> = cluster.iter().chain(&case.cluster).cloned().collect();
@@ -377,7 +381,9 @@ pub fn admit_scenario(file: &Path, hosts: &mut Hosts) -> Result<AdmittedScenario
     }
     Ok(AdmittedScenario {
         tenant: base.join(&scenario.tenant),
-        manifests,
+        manifests: converted.manifests,
+        reports: converted.reports,
+        refused: converted.refused,
         requests,
     })
 }
@@ -411,13 +417,22 @@ fn load(file: &Path) -> Result<ScenarioFile> {
     serde_yaml::from_str(&text).map_err(|e| Error::Invalid(format!("{}: {e}", file.display())))
 }
 
-/// Converts the scenario's Tenant; the bindings and how the conversion differs from the
-/// expectation.
-fn convert_scenario(
-    scenario: &ScenarioFile,
-    base: &Path,
-    hosts: &mut Hosts,
-) -> Result<(Vec<Binding>, Vec<Value>, Vec<String>)> {
+/// A scenario's Tenant converted.
+struct Converted {
+    /// The bindings, as testdrive runs them.
+    bindings: Vec<Binding>,
+    /// The ClusterAdmissionPolicies.
+    manifests: Vec<Value>,
+    /// How the conversion differs from the scenario's expectation.
+    failures: Vec<String>,
+    /// What convert reported (`<field path>: <what changes>`).
+    reports: Vec<String>,
+    /// Whether convert refused the Tenant (wrote nothing).
+    refused: bool,
+}
+
+/// Converts the scenario's Tenant and compares the conversion with the expectation.
+fn convert_scenario(scenario: &ScenarioFile, base: &Path, hosts: &mut Hosts) -> Result<Converted> {
     let path = base.join(&scenario.tenant);
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
     let tenants = parse_tenants(&text, &path.display().to_string())?;
@@ -506,7 +521,13 @@ fn convert_scenario(
         .iter()
         .map(Binding::from_manifest)
         .collect::<Result<Vec<_>>>()?;
-    Ok((bindings, conversion.bindings, failures))
+    Ok(Converted {
+        bindings,
+        manifests: conversion.bindings,
+        failures,
+        reports,
+        refused: !written,
+    })
 }
 
 fn run_request(
