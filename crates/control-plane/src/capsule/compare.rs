@@ -62,8 +62,6 @@ pub struct Comparison {
     pub disagreements: Vec<Disagreement>,
     /// What kept a request or a scenario from being compared.
     pub problems: Vec<String>,
-    /// Scenarios whose Tenant both refused (convert and Capsule's Tenant webhook).
-    pub tenants_refused: Vec<String>,
     /// Per scenario: requests compared, and those both answered alike.
     pub per_scenario: BTreeMap<String, (usize, usize)>,
 }
@@ -84,7 +82,6 @@ pub fn run(plane: &CapsulePlane, scenarios: &[SentScenario]) -> Result<Compariso
             Ok(t) => t,
             // the Tenant convert refuses, Capsule's Tenant webhook refuses too: they agree
             Err(e) if scenario.refused && e.to_string().contains(TENANT_WEBHOOK) => {
-                comparison.tenants_refused.push(scenario.stem.clone());
                 println!(
                     "capsule-compare: {}: the Tenant refused by Capsule as by convert",
                     scenario.stem
