@@ -23,6 +23,9 @@
 #               modules (make cluster-bin, cached in ~/.cache/tenancy-policies), deploy/ and the
 #               chart installed, every manifest through a server-side dry run, every case and
 #               Capsule scenario request through the API server to the real policy-server
+#   make capsule-compare Capsule v0.14 itself as the judge of every Capsule scenario (part of make
+#               test): the same Tenants and requests through real Capsule and through the bundle,
+#               each disagreement reported by convert or documented in docs/capsule.md
 #   make cluster-up / cluster-down  a cluster to try things on (kubectl --kubeconfig
 #               target/cluster/kube-apiserver.kubeconfig), and its end
 #   make chart  write charts/tenancy-policies from capsule-bindings install (a test checks it)
@@ -96,7 +99,7 @@ run: setup run-build
 
 # policies before unit: the tests of what a built module costs (crates/testdrive/tests/
 # instance_memory.rs, instance_faults.rs) load it, and skip when it is missing
-test: setup fmt-check lint policies unit testdrive check ceiling-check e2e-if-kwctl cluster-e2e
+test: setup fmt-check lint policies unit testdrive check ceiling-check e2e-if-kwctl cluster-e2e capsule-compare
 
 run-build:
 	@nice -n 19 $(CARGO) build --profile run-wasm --target $(WASM_TARGET) $(foreach p,$(RUN_POLICIES),-p $(p)) & wasm=$$!; \

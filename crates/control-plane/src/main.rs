@@ -102,6 +102,7 @@ impl BundleArgs {
             wasm_dir: self.wasm_dir.clone(),
             deploy: self.deploy(),
             scenarios: self.scenarios.clone(),
+            generated: Vec::new(),
         }
     }
 }
@@ -324,7 +325,11 @@ fn compare(a: CompareArgs) -> Result<ExitCode> {
     install::deploy(&cluster, &a.bundle.deploy(), &mut applied)?;
     let mut tally = tally::Tally::default();
     let mut state = state::State::default();
-    let sent = tenants::run(&cluster, &a.bundle.tenants(), &mut state, &mut tally)?;
+    let mut scenarios = a.bundle.tenants();
+    let requests = a.bundle.root.join("test_data/capsule-bindings/requests");
+    let requests = std::path::absolute(&requests).map_err(|e| Error::io(&requests, e))?;
+    scenarios.generated = capsule::generated::write(&a.up.dir.join("generated"), &requests)?;
+    let sent = tenants::run(&cluster, &scenarios, &mut state, &mut tally)?;
     state.clear(&cluster)?;
     let plane = capsule::plane::up(
         &opts,

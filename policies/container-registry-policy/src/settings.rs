@@ -1,4 +1,5 @@
-//! Settings of container-registry-policy (README "Settings").
+//! Settings of container-registry-policy (README "Settings"): the allow/deny lists, or
+//! Capsule v0.14's `rules` alone.
 
 use kube_values::image::ImageRef;
 use kube_values::pull_policy::PullPolicies;
@@ -8,6 +9,8 @@ use policy_decode::names::NameList;
 use policy_decode::settings::Validated;
 use serde::Deserialize;
 use tenancy_rules::registry::{RegistryEntry, RegistryList};
+
+use crate::rules::{RawRule, RegistryRules};
 
 /// The settings as written (decoded strictly; validated by `Settings::try_from`).
 #[derive(Debug, Default, Deserialize)]
@@ -29,6 +32,36 @@ pub struct RawSettings {
     require_fully_qualified: Option<bool>,
     #[serde(default)]
     pull_policies: Option<Vec<RawPullPolicyRule>>,
+    #[serde(default)]
+    rules: Option<Vec<RawRule>>,
+}
+
+impl RawSettings {
+    /// The list-form keys written, in settings order.
+    fn list_keys(&self) -> Vec<&'static str> {
+        [
+            ("allowed", self.allowed.is_some()),
+            ("allowedRegex", self.allowed_regex.is_some()),
+            (
+                "allowedRepositoryRegex",
+                self.allowed_repository_regex.is_some(),
+            ),
+            ("denied", self.denied.is_some()),
+            ("deniedRegex", self.denied_regex.is_some()),
+            (
+                "deniedRepositoryRegex",
+                self.denied_repository_regex.is_some(),
+            ),
+            (
+                "requireFullyQualified",
+                self.require_fully_qualified.is_some(),
+            ),
+            ("pullPolicies", self.pull_policies.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, written)| written.then_some(key))
+        .collect()
+    }
 }
 
 /// One `pullPolicies` entry as written.
@@ -141,9 +174,19 @@ impl PullPolicyRules {
     }
 }
 
-/// Validated settings.
+/// Validated settings: one of two exclusive forms.
 #[derive(Clone, Debug)]
-pub struct Settings {
+pub enum Settings {
+    /// The allow/deny lists, fully-qualified requirement and per-registry pull policies
+    /// (README rules 1–6); boxed, as the larger form.
+    Lists(Box<ListSettings>),
+    /// Capsule v0.14's registry rules (README "Capsule v0.14 rules").
+    Rules(RegistryRules),
+}
+
+/// Validated list-form settings.
+#[derive(Clone, Debug)]
+pub struct ListSettings {
     /// The allow-list; `None` when no `allowed*` key is written (every registry allowed).
     pub allowed: Option<RegistryList>,
     /// The deny-list (empty: nothing denied).
@@ -165,20 +208,35 @@ impl Validated for Settings {
 impl TryFrom<RawSettings> for Settings {
     type Error = SettingsError;
 
+    fn try_from(mut raw: RawSettings) -> Result<Self, SettingsError> {
+        let Some(rules) = raw.rules.take() else {
+            return ListSettings::try_from(raw).map(|lists| Settings::Lists(Box::new(lists)));
+        };
+        let others = raw.list_keys();
+        if !others.is_empty() {
+            return Err(SettingsError::new(
+                "rules",
+                format!(
+                    "cannot be combined with {}; give either rules alone or the list settings",
+                    others.join(", ")
+                ),
+            ));
+        }
+        RegistryRules::build(rules).map(Settings::Rules)
+    }
+}
+
+impl TryFrom<RawSettings> for ListSettings {
+    type Error = SettingsError;
+
     fn try_from(raw: RawSettings) -> Result<Self, SettingsError> {
         let allow_list = raw.allowed.is_some()
             || raw.allowed_regex.is_some()
             || raw.allowed_repository_regex.is_some();
-        let any = allow_list
-            || raw.denied.is_some()
-            || raw.denied_regex.is_some()
-            || raw.denied_repository_regex.is_some()
-            || raw.require_fully_qualified.is_some()
-            || raw.pull_policies.is_some();
-        if !any {
+        if raw.list_keys().is_empty() {
             return Err(SettingsError::new(
                 "",
-                "give at least one of allowed, allowedRegex, allowedRepositoryRegex, denied, deniedRegex, deniedRepositoryRegex, requireFullyQualified, pullPolicies",
+                "give at least one of allowed, allowedRegex, allowedRepositoryRegex, denied, deniedRegex, deniedRepositoryRegex, requireFullyQualified, pullPolicies (or rules alone)",
             ));
         }
         let allowed = if allow_list {
@@ -197,7 +255,7 @@ impl TryFrom<RawSettings> for Settings {
             &strings(raw.denied_regex),
             &strings(raw.denied_repository_regex),
         )?;
-        Ok(Settings {
+        Ok(ListSettings {
             allowed,
             denied,
             require_fully_qualified: raw.require_fully_qualified.unwrap_or(false),
@@ -215,6 +273,14 @@ mod tests {
 
     fn settings(raw: &Value) -> Result<Settings, SettingsError> {
         parse::<RawSettings, Settings>(raw)
+    }
+
+    /// The list-form settings of `raw`, which must be valid.
+    fn lists(raw: Value) -> ListSettings {
+        match settings(&raw) {
+            Ok(Settings::Lists(lists)) => *lists,
+            other => panic!("{raw} gave {other:?}"),
+        }
     }
 
     #[rstest]
@@ -238,6 +304,12 @@ mod tests {
     #[case(json!({"pullPolicies": [{"registry": "https://a.io", "allowed": ["Always"]}]}), "pullPolicies[0].registry: \"https://a.io\" has a scheme")]
     #[case(json!({"pullPolicies": [{"registryRegex": "(", "allowed": ["Always"]}]}), "pullPolicies[0].registryRegex: invalid regex")]
     #[case(json!({"registries": ["a.io"]}), "registries: unknown field `registries`")]
+    #[case(json!({"rules": []}), "rules: must not be empty")]
+    #[case(json!({"rules": null}), "rules: invalid type: null")]
+    #[case(json!({"rules": {"action": "allow"}}), "rules: invalid type: map")]
+    #[case(json!({"rules": [{"registries": [{"exp": "a"}]}], "allowed": ["docker.io"]}), "rules: cannot be combined with allowed; give either rules alone or the list settings")]
+    #[case(json!({"rules": [{"registries": [{"exp": "a"}]}], "requireFullyQualified": false, "pullPolicies": []}), "rules: cannot be combined with requireFullyQualified, pullPolicies;")]
+    #[case(json!({"rules": [{"registries": [{"exp": "("}]}]}), "rules[0].registries[0].exp: invalid regex \"(\"")]
     fn refused(#[case] raw: Value, #[case] message: &str) {
         let err = settings(&raw).unwrap_err().to_string();
         assert!(err.starts_with(message), "{err}");
@@ -245,24 +317,31 @@ mod tests {
 
     #[test]
     fn allow_list_is_active_when_any_allowed_key_is_written() {
-        let s = settings(&json!({"allowed": []})).unwrap();
+        let s = lists(json!({"allowed": []}));
         assert!(s.allowed.is_some_and(|a| a.is_empty()));
-        let s = settings(&json!({"denied": ["quay.io"]})).unwrap();
+        let s = lists(json!({"denied": ["quay.io"]}));
         assert!(s.allowed.is_none());
-        let s = settings(&json!({"allowedRepositoryRegex": "quay\\.io/acme/.*"})).unwrap();
+        let s = lists(json!({"allowedRepositoryRegex": "quay\\.io/acme/.*"}));
         assert!(s.allowed.is_some());
-        let s = settings(&json!({"requireFullyQualified": false})).unwrap();
+        let s = lists(json!({"requireFullyQualified": false}));
         assert!(s.allowed.is_none() && !s.require_fully_qualified);
     }
 
     #[test]
+    fn rules_alone_are_the_rules_form() {
+        let s = settings(
+            &json!({"rules": [{"action": "allow", "registries": [{"exp": "^quay\\.io/"}]}]}),
+        );
+        assert!(matches!(s, Ok(Settings::Rules(_))), "{s:?}");
+    }
+
+    #[test]
     fn the_first_pull_policy_rule_in_settings_order_applies() {
-        let s = settings(&json!({"pullPolicies": [
+        let s = lists(json!({"pullPolicies": [
             {"registryRegex": "registry\\..*", "allowed": ["IfNotPresent"]},
             {"registry": "registry.acme.io", "allowed": ["Always"]},
             {"registry": "ghcr.io/acme", "allowed": ["Always"]},
-            {"registryRegex": "ghcr\\.io", "allowed": ["Never"]}]}))
-        .unwrap();
+            {"registryRegex": "ghcr\\.io", "allowed": ["Never"]}]}));
         let rule = |i: &str| {
             s.pull_policies
                 .rule_for(&ImageRef::parse(i).unwrap())

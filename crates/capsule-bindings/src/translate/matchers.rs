@@ -42,11 +42,9 @@ pub(super) fn push_all(out: &mut Map<String, Value>, key: &str, values: Vec<Valu
     }
 }
 
-/// One Capsule matcher as read: its `negate`, its `exact` values, and its `exp` as this bundle
-/// reads it, with whether it admits what it matches.
+/// One Capsule matcher as read: its `exact` values, and its `exp` as this bundle reads it,
+/// with whether it admits what it matches.
 pub(super) struct Matcher {
-    /// `negate`.
-    pub negate: bool,
     /// `exact`, when given as a list of strings.
     pub exact: Option<Vec<Value>>,
     /// `exp` (see [`Ctx::regex`]) and whether it admits: `allow != negate`.
@@ -87,7 +85,7 @@ impl Ctx<'_> {
                 self.regex(&format!("{path}.exp"), text, effect, subject),
             ));
         }
-        Matcher { negate, exact, exp }
+        Matcher { exact, exp }
     }
 
     /// Capsule's matchers at `path` into `out`: with `allow` (Capsule's `allow` action) what

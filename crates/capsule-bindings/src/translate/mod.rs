@@ -16,6 +16,7 @@ mod classic;
 mod matchers;
 mod metadata;
 mod namespaces;
+mod partition;
 mod rules;
 
 /// The label Capsule puts on every namespace of a tenant.
@@ -125,6 +126,12 @@ struct Ctx<'a> {
     metadata_rules: Vec<(Value, bool)>,
     /// The tenant's ownership entry being built.
     owners: Map<String, Value>,
+    /// `rules[].enforce.workloads.registries` read so far: the rule's index, its selector and
+    /// its container-registry-policy rule.
+    registry_rules: Vec<(usize, Vec<Value>, Value)>,
+    /// The rules read so far of each family translated rule by rule: the family, the rule's
+    /// index, selector and action.
+    family_rules: Vec<(&'static str, usize, Vec<Value>, rules::Action)>,
     reports: Vec<Report>,
     errors: Vec<Report>,
 }
@@ -142,17 +149,7 @@ struct Ctx<'a> {
 /// assert_eq!(pull.settings, serde_json::json!({"allowed": ["Always"]}));
 /// ```
 pub fn translate(tenant: &Tenant, options: &Options) -> Translation {
-    let mut ctx = Ctx {
-        tenant: &tenant.name,
-        options,
-        settings: BTreeMap::new(),
-        rules: BTreeMap::new(),
-        extra: Vec::new(),
-        metadata_rules: Vec::new(),
-        owners: Map::new(),
-        reports: Vec::new(),
-        errors: Vec::new(),
-    };
+    let mut ctx = Ctx::new(&tenant.name, options);
     for (key, value) in &tenant.spec {
         let path = format!("spec.{key}");
         match key.as_str() {
@@ -218,7 +215,24 @@ fn untranslated_hint(field: &str) -> &'static str {
     }
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// Nothing translated yet.
+    fn new(tenant: &'a str, options: &'a Options) -> Ctx<'a> {
+        Ctx {
+            tenant,
+            options,
+            settings: BTreeMap::new(),
+            rules: BTreeMap::new(),
+            extra: Vec::new(),
+            metadata_rules: Vec::new(),
+            owners: Map::new(),
+            registry_rules: Vec::new(),
+            family_rules: Vec::new(),
+            reports: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
     fn report(&mut self, path: &str, kind: ReportKind, message: impl Into<String>) {
         let report = Report {
             tenant: self.tenant.to_owned(),

@@ -145,7 +145,7 @@ impl Ctx<'_> {
                     if self.boolean(&p, value) == Some(true) {
                         self.not_translated(
                             &p,
-                            "Capsule's controller removes from the tenant's namespaces every label and annotation it does not manage; admission does not reconcile objects: the written keys (additionalMetadata) cannot be changed by the tenant, other keys stay as the tenant sets them",
+                            "Capsule's namespace webhook replaces a namespace's labels and annotations with those it manages (additionalMetadata, additionalMetadataList, the tenant's own) on every CREATE and UPDATE; no policy of this bundle removes metadata: the written keys cannot be changed by the tenant, other keys stay as the tenant sets them",
                         );
                     }
                 }
@@ -387,20 +387,8 @@ mod tests {
 
     #[test]
     fn selectors_become_match_expressions() {
-        let t = translate_spec("{}");
-        let _ = t;
         let options = crate::translate::Options::default();
-        let mut ctx = Ctx {
-            tenant: "solar",
-            options: &options,
-            settings: Default::default(),
-            rules: Default::default(),
-            extra: Vec::new(),
-            metadata_rules: Vec::new(),
-            owners: Map::new(),
-            reports: Vec::new(),
-            errors: Vec::new(),
-        };
+        let mut ctx = Ctx::new("solar", &options);
         let expressions = ctx
             .selector_expressions(
                 "s",

@@ -3,14 +3,15 @@
 
 use serde_json::{Map, Value, json};
 
-use super::matchers::{ALLOWED_DENIED, WHITELIST_BLACKLIST, push_all};
+use super::matchers::{ALLOWED_DENIED, WHITELIST_BLACKLIST};
+use super::partition::{self, Unsplittable};
 use super::{Ctx, Planned};
 use crate::catalogue::Policy;
 use crate::placement::Mode;
 
 /// Capsule's `enforce.action`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Action {
+pub(super) enum Action {
     /// What matches is admitted, everything else refused.
     Allow,
     /// What matches is refused (Capsule's default).
@@ -19,16 +20,54 @@ enum Action {
     Audit,
 }
 
+impl Action {
+    /// As Capsule writes it.
+    fn name(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Deny => "deny",
+            Action::Audit => "audit",
+        }
+    }
+}
+
+/// The families of `rules[].enforce` translated rule by rule (`<block>.<key>`, or the block).
+const RULE_FAMILIES: [&str; 8] = [
+    "workloads.qosClasses",
+    "workloads.schedulers",
+    "services.types",
+    "services.externalNames",
+    "services.loadBalancers",
+    "services.nodePorts",
+    "ingress.hostnames",
+    "metadata",
+];
+
+/// Whether the `enforce` block of a rule has `family`.
+fn family_present(enforce: &Map<String, Value>, family: &str) -> bool {
+    match family.split_once('.') {
+        Some((block, key)) => enforce
+            .get(block)
+            .and_then(Value::as_object)
+            .is_some_and(|b| b.contains_key(key)),
+        None => enforce.contains_key(family),
+    }
+}
+
+/// The `targets` of a workloads rule that name images (registry rules match these only).
+const IMAGE_TARGETS: [&str; 4] = [
+    "pod/initcontainers",
+    "pod/containers",
+    "pod/ephemeralcontainers",
+    "pod/volumes",
+];
+
 /// The bindings of one rule under construction.
 struct RuleOut {
     index: usize,
     selector: Vec<Value>,
     action: Action,
 }
-
-/// How Capsule v0.14's rule engine (pkg/ruleengine, the pods webhook's registry rules) reads
-/// `rules[].enforce.workloads.registries`, against this bundle's translation.
-const REGISTRY_RULES_CHANGE: &str = "Capsule matches `exact` against the whole image reference (`docker.io/library/nginx:1.25`) and `exp` anywhere in it, refuses what a rule matches unless its action is `allow` (a rule with `action: allow` refuses every reference no allow rule matches), and lets the last matching rule decide; this bundle reads the list as registries allowed (hosts or repository prefixes, whole-value expressions) and a negated entry as denied, each rule on its own";
 
 /// Service types a service-policy binding can refuse, with their `allowedServices` key.
 const SERVICE_TYPES: [(&str, &str); 3] = [
@@ -48,6 +87,44 @@ impl Ctx<'_> {
             let p = format!("{path}[{i}]");
             if let Some(rule) = self.object(&p, rule) {
                 self.capsule_rule(&p, i, rule);
+            }
+        }
+        self.registry_rule_bindings();
+        self.rules_read_together();
+    }
+
+    /// Reports the rules of a family (other than registries) that Capsule reads together with
+    /// an earlier one where both select a namespace: an allow rule after a deny or an allow
+    /// rule ([`partition`] finds the namespaces both select). Each is a binding of its own
+    /// here, so what the later allow rule admits is still refused.
+    fn rules_read_together(&mut self) {
+        let rules = std::mem::take(&mut self.family_rules);
+        for family in RULE_FAMILIES {
+            let of: Vec<&(&str, usize, Vec<Value>, Action)> =
+                rules.iter().filter(|r| r.0 == family).collect();
+            let selectors: Vec<Vec<Value>> = of.iter().map(|r| r.2.clone()).collect();
+            let Ok(parts) = partition::split(&selectors) else {
+                continue;
+            };
+            let mut reported = Vec::new();
+            for part in parts {
+                let mut decided_before = false;
+                for &i in &part.rules {
+                    let Some(&&(_, index, _, action)) = of.get(i) else {
+                        continue;
+                    };
+                    if action == Action::Allow && decided_before && !reported.contains(&index) {
+                        reported.push(index);
+                    }
+                    decided_before |= action != Action::Audit;
+                }
+            }
+            reported.sort_unstable();
+            for index in reported {
+                self.changed(
+                    &format!("spec.rules[{index}].enforce.{family}"),
+                    "Capsule reads the rules of this family that select a namespace together, so this allow rule admits a value an earlier deny rule matches, and with an earlier allow rule a value either matches; here each rule is a binding of its own, judged on its own, and such a value is still refused (registry rules alone are read together)",
+                );
             }
         }
     }
@@ -99,6 +176,12 @@ impl Ctx<'_> {
                 return;
             }
         };
+        for family in RULE_FAMILIES {
+            if family_present(enforce, family) {
+                self.family_rules
+                    .push((family, index, selector.clone(), action));
+            }
+        }
         let out = RuleOut {
             index,
             selector,
@@ -141,12 +224,18 @@ impl Ctx<'_> {
         let Some(block) = self.object(path, value) else {
             return;
         };
-        let mut registry = Map::new();
+        let targets = match block.get("targets") {
+            Some(t) => match self.strings(&format!("{path}.targets"), t) {
+                Some(t) => t,
+                None => return,
+            },
+            None => Vec::new(),
+        };
         let mut pod = Map::new();
         for (key, value) in block {
             let p = format!("{path}.{key}");
             match key.as_str() {
-                "registries" => self.rule_registries(&p, value, &mut registry),
+                "registries" => self.rule_registries(&p, value, &targets, out),
                 "qosClasses" => {
                     if let Some(classes) = self.strings(&p, value) {
                         let side = if out.action == Action::Allow { "whitelist" } else { "blacklist" };
@@ -162,16 +251,9 @@ impl Ctx<'_> {
                     &p,
                     "requests and limits written or removed (Preserve, Default, Remove, MatchRequest, Ratio) are mutations no policy of this bundle makes; limit-range-policy writes defaults and bounds ratios from LimitRange items (spec.limitRanges)",
                 ),
-                "targets" => self.changed(
-                    &p,
-                    "the bundle judges every container list (containers, init and ephemeral containers) and image volumes of Pods and pod templates; a narrower target list cannot be expressed",
-                ),
+                "targets" => {}
                 _ => self.not_translated(&p, "no policy of this bundle enforces it"),
             }
-        }
-        if !registry.is_empty() {
-            registry.insert("requireFullyQualified".into(), json!(true));
-            self.rule_binding(out, "container-registry", registry);
         }
         if !pod.is_empty() {
             let name = format!("{}-rule-{}", self.tenant, out.index);
@@ -182,68 +264,119 @@ impl Ctx<'_> {
         }
     }
 
-    /// Registries: an allow-list whatever the action (Capsule: "registries which are
-    /// allowed"); a negated expression denies; `policy` gives the registry's pull policies.
-    /// Capsule v0.14's rule engine reads them otherwise, which is reported.
-    fn rule_registries(&mut self, path: &str, value: &Value, out: &mut Map<String, Value>) {
+    /// `registries` as one rule of container-registry-policy's `rules` (Capsule v0.14's
+    /// engine: the whole reference, first matching entry, last matching rule), kept with the
+    /// rule's selector until every rule is read ([`Ctx::registry_rule_bindings`]).
+    fn rule_registries(&mut self, path: &str, value: &Value, targets: &[Value], out: &RuleOut) {
         let Some(list) = value.as_array() else {
             self.invalid(path, "a list of registries", value);
             return;
         };
-        self.changed(path, REGISTRY_RULES_CHANGE);
+        let images: Vec<Value> = targets
+            .iter()
+            .filter(|t| t.as_str().is_some_and(|t| IMAGE_TARGETS.contains(&t)))
+            .cloned()
+            .collect();
+        if !targets.is_empty() && images.is_empty() {
+            let path = path.replace(".registries", ".targets");
+            self.not_translated(
+                &path,
+                "none of these targets names an image (pod/initcontainers, pod/containers, pod/ephemeralcontainers, pod/volumes): Capsule's registry rule matches no reference, and is left out",
+            );
+            return;
+        }
+        let mut registries = Vec::with_capacity(list.len());
         for (i, entry) in list.iter().enumerate() {
             let p = format!("{path}[{i}]");
             let Some(entry) = self.object(&p, entry) else {
                 continue;
             };
-            let policy = match entry.get("policy") {
-                Some(v) => self
-                    .strings(&format!("{p}.policy"), v)
-                    .filter(|l| !l.is_empty()),
-                None => None,
-            };
-            let matcher = self.matcher(&p, entry, true, "image repository");
-            if let Some(names) = matcher.exact {
-                if let Some(allowed) = &policy {
-                    for name in &names {
-                        push_all(
-                            out,
-                            "pullPolicies",
-                            vec![json!({"registry": name, "allowed": allowed})],
-                        );
+            let mut written = Map::new();
+            for (key, value) in entry {
+                let kp = format!("{p}.{key}");
+                match key.as_str() {
+                    "exact" => {
+                        if let Some(names) = self.strings(&kp, value) {
+                            written.insert("exact".into(), Value::Array(names));
+                        }
                     }
+                    "exp" => {
+                        if let Some(exp) = self.string(&kp, value) {
+                            written.insert("exp".into(), json!(exp));
+                        }
+                    }
+                    "negate" => {
+                        if let Some(negate) = self.boolean(&kp, value) {
+                            written.insert("negate".into(), json!(negate));
+                        }
+                    }
+                    "policy" => {
+                        if let Some(policies) = self.strings(&kp, value)
+                            && !policies.is_empty()
+                        {
+                            written.insert("pullPolicies".into(), Value::Array(policies));
+                        }
+                    }
+                    _ => self.not_translated(&kp, "not a field of a registry rule"),
                 }
-                // the whole entry is negated: Capsule's deny-list of registries
-                let side = if matcher.negate { "denied" } else { "allowed" };
-                push_all(out, side, names);
             }
-            if let Some((allows, regex)) = matcher.exp {
-                let side = if allows {
-                    "allowedRepositoryRegex"
-                } else {
-                    "deniedRepositoryRegex"
+            registries.push(Value::Object(written));
+        }
+        let mut rule = Map::new();
+        rule.insert("action".into(), json!(out.action.name()));
+        if !images.is_empty() {
+            rule.insert("targets".into(), Value::Array(images));
+        }
+        rule.insert("registries".into(), Value::Array(registries));
+        self.registry_rules
+            .push((out.index, out.selector.clone(), Value::Object(rule)));
+    }
+
+    /// container-registry-policy bindings for the tenant's registry rules: one per share of
+    /// its namespaces that a different set of rules applies to ([`partition`]), each holding
+    /// those rules in Tenant order.
+    pub(super) fn registry_rule_bindings(&mut self) {
+        let rules = std::mem::take(&mut self.registry_rules);
+        if rules.is_empty() {
+            return;
+        }
+        let selectors: Vec<Vec<Value>> = rules.iter().map(|(_, s, _)| s.clone()).collect();
+        let parts = match partition::split(&selectors) {
+            Ok(parts) => parts,
+            Err(why) => {
+                let (path, message) = match why {
+                    Unsplittable::Requirement(i) => (
+                        format!("spec.rules[{}].namespaceSelector", rules.get(i).map_or(0, |r| r.0)),
+                        "a requirement without operator In, NotIn, Exists or DoesNotExist (and values for In and NotIn) cannot be negated: the namespaces it does not select cannot be bound apart, so the registry rules are not translated".to_owned(),
+                    ),
+                    Unsplittable::TooMany => (
+                        "spec.rules".to_owned(),
+                        format!("the rules' namespace selectors split the tenant's namespaces into more than {} shares, one binding each: the registry rules are not translated", partition::MAX_PARTS),
+                    ),
                 };
-                push_all(out, side, vec![json!(regex.clone())]);
-                if let Some(allowed) = &policy {
-                    if regex.contains('/') {
-                        self.not_translated(
-                            &format!("{p}.policy"),
-                            "pull policies per registry are chosen by the registry host; an expression over repositories cannot choose them",
-                        );
-                    } else {
-                        push_all(
-                            out,
-                            "pullPolicies",
-                            vec![json!({"registryRegex": regex, "allowed": allowed})],
-                        );
-                    }
-                }
+                self.not_translated(&path, message);
+                return;
             }
-            for key in entry.keys() {
-                if !["exact", "exp", "negate", "policy"].contains(&key.as_str()) {
-                    self.not_translated(&format!("{p}.{key}"), "not a field of a registry rule");
-                }
-            }
+        };
+        let many = parts.len() > 1;
+        for (n, part) in parts.into_iter().enumerate() {
+            let ordered: Vec<Value> = part
+                .rules
+                .iter()
+                .filter_map(|&i| rules.get(i).map(|r| r.2.clone()))
+                .collect();
+            let Some(policy) = Policy::find("container-registry") else {
+                return;
+            };
+            self.extra.push(Planned {
+                suffix: Some(if many {
+                    format!("rules-{n}")
+                } else {
+                    "rules".to_owned()
+                }),
+                selector: part.selector,
+                ..Planned::new(policy, json!({"rules": ordered}))
+            });
         }
     }
 
@@ -425,35 +558,58 @@ mod tests {
     }
 
     #[test]
-    fn registries_are_an_allow_list_negation_denies_and_policies_choose_pulls() {
+    fn registry_rules_keep_capsules_order_per_share_of_the_namespaces() {
         let t = translate_spec(
-            "{rules: [{namespaceSelector: {matchLabels: {env: prod}}, enforce: {workloads: {registries: [{exact: [docker.io], policy: [Always]}, {exp: '^quay\\.io/acme/.*$'}, {exp: '^evil\\.io/.*$', negate: true}]}}}]}",
+            "{rules: [{enforce: {action: allow, workloads: {registries: [{exact: [docker.io/library/nginx:1.25], policy: [Always]}, {exp: '^quay\\.io/', negate: true}]}}}, {namespaceSelector: {matchLabels: {env: prod}}, enforce: {workloads: {targets: [pod/containers, pod], registries: [{exp: 'docker\\.io'}]}}}]}",
         );
-        let registry = extra(&t, "container-registry-rule-0");
+        let allow = json!({"action": "allow", "registries": [{"exact": ["docker.io/library/nginx:1.25"], "pullPolicies": ["Always"]}, {"exp": "^quay\\.io/", "negate": true}]});
+        let deny = json!({"action": "deny", "targets": ["pod/containers"], "registries": [{"exp": "docker\\.io"}]});
+        // env=prod: both rules, in the Tenant's order (the last matching one decides)
+        let prod = extra(&t, "container-registry-rules-0");
+        assert_eq!(prod.settings, json!({"rules": [allow.clone(), deny]}));
         assert_eq!(
-            registry.settings,
-            json!({"pullPolicies": [{"registry": "docker.io", "allowed": ["Always"]}], "allowed": ["docker.io"], "allowedRepositoryRegex": ["quay\\.io/acme/.*"], "deniedRepositoryRegex": ["evil\\.io/.*"], "requireFullyQualified": true})
-        );
-        assert_eq!(
-            registry.selector,
+            prod.selector,
             vec![json!({"key": "env", "operator": "In", "values": ["prod"]})]
         );
-        assert_eq!(registry.mode, None);
-        // Capsule's own reading of the same rule (default deny, whole references, last
-        // match wins) is not this one: reported
-        let paths: Vec<(&str, ReportKind)> = t
+        // every other namespace: the first rule alone
+        let others = extra(&t, "container-registry-rules-1");
+        assert_eq!(others.settings, json!({"rules": [allow]}));
+        assert_eq!(
+            others.selector,
+            vec![json!({"key": "env", "operator": "NotIn", "values": ["prod"]})]
+        );
+        assert_eq!(prod.mode, None);
+        assert!(t.reports.is_empty(), "{:?}", t.reports);
+    }
+
+    #[test]
+    fn registry_rules_without_an_image_target_are_left_out_and_reported() {
+        let t = translate_spec(
+            "{rules: [{enforce: {workloads: {targets: [pod], registries: [{exact: [docker.io]}]}}}]}",
+        );
+        assert!(
+            t.planned
+                .iter()
+                .all(|p| p.policy.short != "container-registry")
+        );
+        assert_eq!(t.reports[0].path, "spec.rules[0].enforce.workloads.targets");
+        assert_eq!(t.reports[0].kind, ReportKind::NotTranslated);
+    }
+
+    #[test]
+    fn an_allow_rule_after_a_deny_or_an_allow_on_the_same_namespaces_is_reported() {
+        let t = translate_spec(
+            "{rules: [{enforce: {workloads: {qosClasses: [BestEffort]}}}, {namespaceSelector: {matchLabels: {env: prod}}, enforce: {action: allow, workloads: {qosClasses: [BestEffort]}}}, {namespaceSelector: {matchLabels: {env: dev}}, enforce: {action: audit, workloads: {schedulers: [{exact: [a]}]}}}, {namespaceSelector: {matchLabels: {env: dev}}, enforce: {action: allow, workloads: {schedulers: [{exact: [a]}]}}}, {enforce: {action: allow, services: {types: [NodePort]}}}, {enforce: {services: {types: [NodePort]}}}]}",
+        );
+        let changed: Vec<&str> = t
             .reports
             .iter()
-            .map(|r| (r.path.as_str(), r.kind))
+            .filter(|r| r.kind == ReportKind::MeaningChanged)
+            .map(|r| r.path.as_str())
             .collect();
-        assert_eq!(
-            paths,
-            [(
-                "spec.rules[0].enforce.workloads.registries",
-                ReportKind::MeaningChanged
-            )]
-        );
-        assert!(t.reports[0].message.contains("last matching rule decide"));
+        // qos: the prod allow follows the deny everywhere; schedulers: an audit decides
+        // nothing; services: the deny follows the allow (the two agree there)
+        assert_eq!(changed, ["spec.rules[1].enforce.workloads.qosClasses"]);
     }
 
     #[test]
@@ -521,10 +677,6 @@ mod tests {
                 (
                     "spec.rules[0].enforce.workloads.resources",
                     ReportKind::NotTranslated
-                ),
-                (
-                    "spec.rules[0].enforce.workloads.targets",
-                    ReportKind::MeaningChanged
                 ),
             ]
         );

@@ -244,15 +244,17 @@ fn owned(objects: &[Value], tenants: &BTreeMap<String, String>) -> Vec<Value> {
         .collect()
 }
 
-/// Waits until every Tenant lists the Namespaces of `objects` it owns among its spaces (a
-/// space Capsule fails to reconcile is still the tenant's), and Capsule's caches have had a
+/// Waits until every Tenant lists exactly the Namespaces of `objects` it owns as its spaces (a
+/// space Capsule fails to reconcile is still the tenant's; one an earlier request's state held
+/// is gone, as its namespace count must not include it), and Capsule's caches have had a
 /// moment to see them.
 fn wait_adopted(
     plane: &CapsulePlane,
     objects: &[Value],
     tenants: &BTreeMap<String, String>,
 ) -> Result<()> {
-    let mut wanted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut wanted: BTreeMap<&str, Vec<&str>> =
+        tenants.keys().map(|t| (t.as_str(), Vec::new())).collect();
     for o in objects {
         let tenant = tenant_of(o).filter(|t| tenants.contains_key(*t));
         if let (Some(t), Some(name)) = (tenant, o.pointer("/metadata/name").and_then(Value::as_str))
@@ -267,12 +269,14 @@ fn wait_adopted(
                 .cluster
                 .admin
                 .get(&["tenants.capsule.clastix.io", tenant])?;
-            if namespaces.iter().all(|n| space(&t, n)) {
+            let spaces = spaces(&t);
+            if namespaces.iter().all(|n| spaces.contains(n)) && spaces.len() == namespaces.len() {
                 break;
             }
             if Instant::now() > deadline {
                 return Err(Error::Invalid(format!(
-                    "Tenant {tenant} has not adopted {} after 20s",
+                    "Tenant {tenant} lists the spaces [{}] after 20s, not [{}]",
+                    spaces.join(", "),
                     namespaces.join(", ")
                 )));
             }
@@ -283,13 +287,14 @@ fn wait_adopted(
     Ok(())
 }
 
-/// Whether the Tenant `t` lists `namespace` among its spaces.
-fn space(t: &Value, namespace: &str) -> bool {
+/// The names of the Tenant `t`'s spaces.
+fn spaces(t: &Value) -> Vec<&str> {
     t.pointer("/status/spaces")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .any(|s| s.get("name").and_then(Value::as_str) == Some(namespace))
+        .filter_map(|s| s.get("name").and_then(Value::as_str))
+        .collect()
 }
 
 /// Deletes the Tenants through the setup server, their finalizer cleared (no namespace

@@ -3,5 +3,6 @@
 
 pub mod compare;
 pub mod differences;
+pub mod generated;
 pub mod plane;
 pub mod table;
