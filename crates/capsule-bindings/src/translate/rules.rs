@@ -1,6 +1,8 @@
 //! Capsule v0.13+ `rules[]`: each rule's `enforce` blocks as bindings of their own whose
 //! `namespaceSelector` is the tenant label AND the rule's `namespaceSelector`.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value, json};
 
 use super::matchers::{ALLOWED_DENIED, WHITELIST_BLACKLIST};
@@ -106,20 +108,19 @@ impl Ctx<'_> {
             let Ok(parts) = partition::split(&selectors) else {
                 continue;
             };
-            let mut reported = Vec::new();
+            let mut reported = BTreeSet::new();
             for part in parts {
                 let mut decided_before = false;
                 for &i in &part.rules {
                     let Some(&&(_, index, _, action)) = of.get(i) else {
                         continue;
                     };
-                    if action == Action::Allow && decided_before && !reported.contains(&index) {
-                        reported.push(index);
+                    if action == Action::Allow && decided_before {
+                        reported.insert(index);
                     }
                     decided_before |= action != Action::Audit;
                 }
             }
-            reported.sort_unstable();
             for index in reported {
                 self.changed(
                     &format!("spec.rules[{index}].enforce.{family}"),
@@ -235,7 +236,10 @@ impl Ctx<'_> {
         for (key, value) in block {
             let p = format!("{path}.{key}");
             match key.as_str() {
-                "registries" => self.rule_registries(&p, value, &targets, out),
+                "registries" => {
+                    let at = format!("{path}.targets");
+                    self.rule_registries(&p, value, (&at, &targets), out);
+                }
                 "qosClasses" => {
                     if let Some(classes) = self.strings(&p, value) {
                         let side = if out.action == Action::Allow { "whitelist" } else { "blacklist" };
@@ -267,7 +271,13 @@ impl Ctx<'_> {
     /// `registries` as one rule of container-registry-policy's `rules` (Capsule v0.14's
     /// engine: the whole reference, first matching entry, last matching rule), kept with the
     /// rule's selector until every rule is read ([`Ctx::registry_rule_bindings`]).
-    fn rule_registries(&mut self, path: &str, value: &Value, targets: &[Value], out: &RuleOut) {
+    fn rule_registries(
+        &mut self,
+        path: &str,
+        value: &Value,
+        (targets_path, targets): (&str, &[Value]),
+        out: &RuleOut,
+    ) {
         let Some(list) = value.as_array() else {
             self.invalid(path, "a list of registries", value);
             return;
@@ -278,9 +288,8 @@ impl Ctx<'_> {
             .cloned()
             .collect();
         if !targets.is_empty() && images.is_empty() {
-            let path = path.replace(".registries", ".targets");
             self.not_translated(
-                &path,
+                targets_path,
                 "none of these targets names an image (pod/initcontainers, pod/containers, pod/ephemeralcontainers, pod/volumes): Capsule's registry rule matches no reference, and is left out",
             );
             return;
@@ -358,6 +367,9 @@ impl Ctx<'_> {
                 return;
             }
         };
+        let Some(policy) = Policy::find("container-registry") else {
+            return;
+        };
         let many = parts.len() > 1;
         for (n, part) in parts.into_iter().enumerate() {
             let ordered: Vec<Value> = part
@@ -365,9 +377,6 @@ impl Ctx<'_> {
                 .iter()
                 .filter_map(|&i| rules.get(i).map(|r| r.2.clone()))
                 .collect();
-            let Some(policy) = Policy::find("container-registry") else {
-                return;
-            };
             self.extra.push(Planned {
                 suffix: Some(if many {
                     format!("rules-{n}")
